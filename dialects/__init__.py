@@ -1,0 +1,1 @@
+"""braze's MLIR dialects, defined in Python on top of IRDL."""

@@ -1,0 +1,15 @@
+"""Named pipelines. Names end in `-pipeline`."""
+
+from .registry import register_pipeline
+
+DEFAULT_PIPELINE = register_pipeline(
+    "fusion-default-pipeline",
+    "Group elementwise chains, report the groups, lower each group to one linalg.generic",
+    "fusion-form-groups,fusion-report,fusion-lower-to-linalg,canonicalize,cse",
+)
+
+BASELINE_PIPELINE = register_pipeline(
+    "fusion-baseline-pipeline",
+    "What braze.compile(fusion=False) runs: cleanup only, no fusion",
+    "canonicalize,cse",
+)

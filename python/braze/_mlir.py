@@ -1,0 +1,38 @@
+"""The front-end MLIR bindings: torch-mlir's copy of MLIR's Python API.
+
+Everything in braze that builds or rewrites IR before IREE (the importer, the fusion
+dialect, the passes, braze-opt) imports MLIR from here and nowhere else, so the rest of
+the code never cares which binding package it holds. IR never crosses to IREE's
+bindings as objects: it crosses as bytecode (see `braze._iree_compiler`).
+"""
+
+from __future__ import annotations
+
+from .errors import DependencyError
+
+try:
+    from torch_mlir import ir, passmanager, rewrite
+    from torch_mlir.dialects import arith, func, linalg, math, tensor
+    from torch_mlir.dialects import ext as dialect_ext
+    from torch_mlir.dialects import irdl
+except ImportError as e:  # pragma: no cover - exercised only without torch-mlir
+    raise DependencyError(
+        f"braze's compiler needs torch-mlir ({e}). Install it with "
+        "`pip install torch-mlir==20261001` (or `pip install braze[compile]`); "
+        "running a saved artifact needs only iree-base-runtime."
+    ) from e
+
+__all__ = [
+    "arith", "dialect_ext", "func", "ir", "irdl", "linalg", "math", "passmanager",
+    "rewrite", "tensor", "new_context",
+]
+
+
+def new_context() -> ir.Context:
+    """A context with every upstream dialect registered and the fusion dialect loaded."""
+    from braze.dialects import fusion
+
+    ctx = ir.Context()
+    with ctx:
+        fusion.load()
+    return ctx

@@ -1,0 +1,41 @@
+"""The exceptions braze raises for problems a user can cause.
+
+Every message names the thing that is wrong, where it came from (FX node, source line,
+file, flag) and what to do next. Catch `BrazeError` to catch them all.
+"""
+
+
+class BrazeError(Exception):
+    """Base class of every error braze raises on purpose."""
+
+
+class DependencyError(BrazeError):
+    """A package needed for this step (torch, torch-mlir, iree-base-compiler) is missing."""
+
+
+class UnsupportedOpError(BrazeError):
+    """torch-mlir or IREE cannot lower an operation of the model."""
+
+
+class ExportError(BrazeError):
+    """torch.export could not capture the model with the example inputs."""
+
+
+class CompileError(BrazeError):
+    """The fusion pipeline or IREE's compiler failed on the model."""
+
+
+class PassPipelineError(BrazeError):
+    """A pass pipeline string names an unknown pass or a bad option."""
+
+
+class InputError(BrazeError):
+    """A call got the wrong number, shape, dtype or device of arguments."""
+
+
+class DeviceError(BrazeError):
+    """A device is unknown, unavailable, or not the one a module was compiled for."""
+
+
+class ArtifactError(BrazeError):
+    """A saved artifact is missing, corrupt, truncated or from an incompatible version."""
