@@ -23,7 +23,7 @@ except ImportError as e:  # pragma: no cover - exercised only without torch-mlir
     ) from e
 
 __all__ = [
-    "arith", "dialect_ext", "func", "ir", "irdl", "linalg", "math", "passmanager",
+    "fx_importer", "arith", "dialect_ext", "func", "ir", "irdl", "linalg", "math", "passmanager",
     "rewrite", "tensor", "new_context",
 ]
 
@@ -36,3 +36,15 @@ def new_context() -> ir.Context:
     with ctx:
         fusion.load()
     return ctx
+
+
+def fx_importer():
+    """torch-mlir's FX importer pieces: (FxImporter, torch dialect module, decomposition table).
+
+    Imported on first use: they import torch, which braze-opt never needs.
+    """
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    return FxImporter, torch_dialect, get_decomposition_table()

@@ -1,0 +1,28 @@
+"""braze: an MLIR fusion compiler for PyTorch.
+
+    fast = braze.compile(model, *example_inputs, device="cpu")
+    fast(*inputs); print(fast.report); fast.save("model.braze"); braze.load("model.braze")
+
+`braze.load` and calling a loaded module need only iree-base-runtime and numpy; compiling
+needs torch, torch-mlir and iree-base-compiler.
+"""
+
+from .compiler import CompiledModule, __version__, compile, load
+from .errors import (
+    ArtifactError,
+    BrazeError,
+    CompileError,
+    DependencyError,
+    DeviceError,
+    ExportError,
+    InputError,
+    PassPipelineError,
+    UnsupportedOpError,
+)
+from .targets import available_devices
+
+__all__ = [
+    "ArtifactError", "BrazeError", "CompileError", "CompiledModule", "DependencyError",
+    "DeviceError", "ExportError", "InputError", "PassPipelineError", "UnsupportedOpError",
+    "__version__", "available_devices", "compile", "load",
+]

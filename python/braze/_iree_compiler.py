@@ -1,0 +1,84 @@
+"""The back-end MLIR bindings: IREE's in-process compiler.
+
+The only module that imports `iree.compiler`. IR arrives as MLIR bytecode (or text) from
+the front-end context; objects never cross between the two binding packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+
+from .errors import CompileError, DependencyError
+
+try:
+    from iree.compiler import ir as iree_ir
+    from iree.compiler.api import Output, Session, Source
+    from iree.compiler.version import VERSION as COMPILER_VERSION
+except ImportError as e:  # pragma: no cover - only without iree-base-compiler
+    raise DependencyError(
+        f"compiling needs iree-base-compiler ({e}): `pip install iree-base-compiler==3.13.0`. "
+        "Running a saved artifact needs only iree-base-runtime."
+    ) from e
+
+
+@dataclass
+class CompiledVmfb:
+    vmfb: bytes
+    dispatch_count: int | None
+    executable_count: int | None
+
+
+def compile_module(source: bytes, flags: list[str], *, module_text_hook=None) -> CompiledVmfb:
+    """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
+
+    `module_text_hook(ir.Module)` may edit the parsed module in IREE's context before
+    compilation (used to attach explicit device targets).
+    """
+    with tempfile.TemporaryDirectory(prefix="braze-iree-") as tmp:
+        stats_path = os.path.join(tmp, "stats.json")
+        session = Session()
+        try:
+            session.set_flags(
+                *flags,
+                "--iree-scheduling-dump-statistics-format=json",
+                f"--iree-scheduling-dump-statistics-file={stats_path}",
+            )
+        except ValueError as e:
+            raise CompileError(f"IREE rejected the compiler flags {flags}: {e}") from None
+        diagnostics: list[str] = []
+        inv = session.invocation()
+        if module_text_hook is None:
+            src = Source.wrap_buffer(session, source)
+            ok = inv.parse_source(src)
+        else:
+            with session.context:
+                module = iree_ir.Module.parse(source)
+                module_text_hook(module)
+                ok = inv.import_module(module.operation)
+        if not ok:
+            raise CompileError("IREE could not parse the module braze produced; this is a braze bug")
+        with session.context as ctx:
+            handle = ctx.attach_diagnostic_handler(
+                lambda d: diagnostics.append(f"{d.location}: {d.message}") or True
+            )
+            try:
+                ok = inv.execute()
+            finally:
+                handle.detach()
+        if not ok:
+            detail = "\n  ".join(diagnostics[:5]) or "no diagnostics"
+            raise CompileError(f"IREE failed to compile the module:\n  {detail}")
+        out = Output.open_membuffer()
+        inv.output_vm_bytecode(out)
+        vmfb = bytes(out.map_memory())
+        dispatches = executables = None
+        if os.path.exists(stats_path):
+            with open(stats_path) as f:
+                stats = json.load(f)
+            agg = stats.get("stream-aggregate", {})
+            dispatches = agg.get("execution", {}).get("dispatch-count")
+            executables = agg.get("executable", {}).get("executable-count")
+        return CompiledVmfb(vmfb, dispatches, executables)

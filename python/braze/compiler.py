@@ -1,0 +1,174 @@
+"""braze.compile and braze.load: the product's API.
+
+    fast = braze.compile(model, x, device="cpu")   # export, import, fuse, IREE compile
+    y = fast(x)                                    # torch in, torch out
+    print(fast.report)
+    fast.save("model.braze"); braze.load("model.braze")
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import platform
+import time
+from typing import Any
+
+from . import artifact
+from .errors import BrazeError, CompileError, DeviceError, InputError
+from .report import Report
+from .signature import Signature
+from .targets import Target, resolve
+
+__version__ = "0.1.0"
+
+
+class CompiledModule:
+    """A model compiled by braze: call it like the model; inspect `.report`; `save()` it."""
+
+    def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
+                 versions: dict | None = None, source: str = "the compiled module"):
+        self.vmfb = vmfb
+        self.target = target
+        self.signature = signature
+        self.report = report
+        self.versions = versions or {}
+        self._source = source
+        self._program = None
+
+    @property
+    def program(self):
+        if self._program is None:
+            from .runtime import Program
+
+            self._program = Program(self.vmfb, self.target, self.signature, self._source)
+        return self._program
+
+    def __call__(self, *args, **kwargs) -> Any:
+        flat = self.signature.flatten_call(args, kwargs)
+        values = [v for v, _ in flat]
+        from .signature import describe_path
+
+        names = [describe_path(p) for _, p in flat]
+        outputs = self.program(values, names)
+        if _wants_torch(values):
+            import torch
+
+            outputs = [_to_torch(o, spec.dtype, torch) for o, spec in zip(outputs, self.signature.outputs)]
+        return self.signature.unflatten_outputs(outputs)
+
+    def save(self, path: str | os.PathLike, overwrite: bool = False):
+        """Write the program and its metadata to one file; refuses an existing path unless overwrite=True."""
+        meta = {
+            "signature": self.signature.to_json(),
+            "target": self.target.to_json(),
+            "versions": self.versions,
+            "report": self.report.to_json(),
+        }
+        return artifact.write(path, self.vmfb, meta, overwrite=overwrite)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(s.describe() for s in self.signature.inputs)
+        return f"<braze.CompiledModule {self.report.model or 'model'}({ins}) on {self.target.describe()}>"
+
+
+def _wants_torch(values: list) -> bool:
+    if any(type(v).__module__.startswith("torch") for v in values):
+        return True
+    if values:
+        return False
+    try:
+        import torch  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+def _to_torch(array, dtype: str, torch):
+    t = torch.from_numpy(array)
+    if dtype == "bfloat16":
+        t = t.view(torch.bfloat16)
+    return t
+
+
+def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:
+    """Load a saved artifact. Needs only iree-base-runtime and numpy (torch optional)."""
+    vmfb, meta = artifact.read(path)
+    target = Target(meta["target"]["device"], meta["target"]["arch"])
+    if device is not None and device not in ("auto", target.device):
+        raise DeviceError(
+            f"{path} was compiled for {target.describe()}, not for device '{device}'; "
+            f"load it with device='{target.device}' or recompile for {device}"
+        )
+    signature = Signature.from_json(meta["signature"])
+    report = Report.from_json(meta.get("report", {}))
+    module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path))
+    module.program  # open the device now: a missing device or bad program fails at load time
+    return module
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    found = {"braze": __version__, "python": platform.python_version()}
+    for dist, key in (("torch", "torch"), ("torch-mlir", "torch_mlir"),
+                      ("iree-base-compiler", "iree_compiler"), ("iree-base-runtime", "iree_runtime")):
+        try:
+            found[key] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return found
+
+
+def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
+            fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
+            **options) -> CompiledModule:
+    """Compile a torch.nn.Module for a device.
+
+    device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
+    target: compile for another machine: a CUDA capability ('sm_90'), a Vulkan target
+      ('ampere') or an LLVM CPU name; the result runs there after save()/load().
+    fusion: False compiles without braze's fusion passes (the baseline).
+    pipeline: a pass pipeline to run instead of fusion-default-pipeline.
+    example_kwargs: keyword arguments of forward(), as in the example call.
+    """
+    if options:
+        raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
+    tgt = resolve(device, target)
+    from . import frontend
+    from braze.passes import registry
+    from braze.passes.pipelines import BASELINE_PIPELINE, DEFAULT_PIPELINE
+
+    pipeline_text = pipeline or (DEFAULT_PIPELINE.name if fusion else BASELINE_PIPELINE.name)
+    imported = frontend.import_model(model, example_inputs, example_kwargs or {})
+    report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
+    report.stage_seconds.update(imported.times)
+
+    from .report import count_linalg_ops
+
+    with imported.context:
+        module_op = imported.module.operation
+        report.linalg_ops_before = count_linalg_ops(module_op)
+        t0 = time.perf_counter()
+        analyses = registry.run_pipeline(imported.module, pipeline_text)
+        report.stage_seconds["fusion"] = time.perf_counter() - t0
+        report.linalg_ops_after = count_linalg_ops(module_op)
+        fusion_report = analyses.get("fusion-report")
+        if fusion_report is not None:
+            data = fusion_report.to_json()
+            report.groups = data.get("groups", [])
+            report.unfused = data.get("unfused", [])
+            report.fusion_text = fusion_report.to_text()
+        buffer = io.BytesIO()
+        module_op.write_bytecode(buffer)
+
+    from . import backend
+
+    t0 = time.perf_counter()
+    compiled = backend.compile_for_target(buffer.getvalue(), tgt)
+    report.stage_seconds["iree_compile"] = time.perf_counter() - t0
+    report.dispatch_count = compiled.dispatch_count
+    report.executable_count = compiled.executable_count
+    return CompiledModule(compiled.vmfb, tgt, imported.signature, report, versions(),
+                          source=f"the compiled {type(model).__name__}")

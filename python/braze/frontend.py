@@ -1,0 +1,172 @@
+"""Front end: a torch.nn.Module and example inputs to linalg-on-tensors IR.
+
+torch.export captures the model, torch-mlir's FX importer turns the graph into the torch
+dialect, and torch-mlir's backend pipelines lower it to linalg on tensors, all in a
+context that also holds the fusion dialect. Failures become braze errors that name the
+aten op, the FX node and the user's source line.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DependencyError, ExportError, UnsupportedOpError
+from .signature import Signature, signature_from_export
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover
+    raise DependencyError(
+        "compiling a model needs torch (`pip install torch`); running a saved artifact does not"
+    ) from e
+
+from ._mlir import fx_importer, ir, new_context, passmanager
+
+TORCH_TO_BACKEND = (
+    "builtin.module(func.func(torch-match-quantized-custom-ops),"
+    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})"
+)
+BACKEND_TO_LINALG = (
+    "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true})"
+)
+
+
+@dataclass
+class ImportedModule:
+    """linalg-on-tensors IR of a model, in a context of its own, with its call signature."""
+
+    module: ir.Module
+    context: ir.Context
+    signature: Signature
+    exported: Any = None
+    """The torch.export ExportedProgram (for error messages and reports)."""
+    times: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in 'export' and 'import'."""
+
+
+def _model_name(model) -> str:
+    return type(model).__name__
+
+
+def export(model, args: tuple, kwargs: dict):
+    """torch.export the model; a failure becomes an ExportError naming the model."""
+    if not isinstance(model, torch.nn.Module):
+        raise ExportError(
+            f"braze.compile expects a torch.nn.Module, got {type(model).__name__}. "
+            "Wrap a function in a Module whose forward calls it."
+        )
+    try:
+        return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+    except Exception as e:  # torch.export raises many types; all mean "cannot capture"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExportError(
+            f"torch.export could not capture {_model_name(model)} with the given example inputs: "
+            f"{type(e).__name__}: {first}. braze compiles what torch.export can capture: make "
+            "forward() free of data-dependent Python control flow and pass tensors (or nested "
+            "tuples/lists/dicts of tensors) as example inputs."
+        ) from e
+
+
+def import_model(model, args: tuple = (), kwargs: dict | None = None) -> ImportedModule:
+    """Export and import a model to linalg-on-tensors IR."""
+    kwargs = kwargs or {}
+    times = {}
+    t0 = time.perf_counter()
+    exported = export(model, args, kwargs)
+    FxImporter, torch_dialect, table = fx_importer()
+    if table:
+        exported = exported.run_decompositions(table)
+    signature = signature_from_export(exported, args, kwargs)
+    times["export"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    context = new_context()
+    torch_dialect.register_dialect(context)
+    importer = FxImporter(context=context)
+    importer.import_frozen_program(exported, func_name="main")
+    module = importer.module
+    _run_lowering(module, context, TORCH_TO_BACKEND, exported, model)
+    _run_lowering(module, context, BACKEND_TO_LINALG, exported, model)
+    times["import"] = time.perf_counter() - t0
+    return ImportedModule(module, context, signature, exported, times)
+
+
+_ILLEGAL = re.compile(r"failed to legalize operation '([^']+)'")
+_OPERATOR_NAME = re.compile(r'name = "torch\.(aten\.[\w.]+)"')
+
+
+def _run_lowering(module, context, pipeline: str, exported, model) -> None:
+    diagnostics: list[tuple[str, str]] = []
+
+    def handler(d) -> bool:
+        diagnostics.append((str(d.location), str(d.message)))
+        return True
+
+    with context:
+        context.emit_error_diagnostics = True
+        handle = context.attach_diagnostic_handler(handler)
+        try:
+            pm = passmanager.PassManager.parse(pipeline)
+            pm.run(module.operation)
+            failed = None
+        except ir.MLIRError as e:
+            failed = e
+        finally:
+            handle.detach()
+    if failed is None:
+        return
+    errors = [(loc, msg) for loc, msg in diagnostics] or [("unknown", str(failed))]
+    loc, msg = errors[0]
+    aten = _aten_op_name(msg)
+    if aten:
+        node, source = _find_fx_node(exported, aten, loc)
+        raise UnsupportedOpError(
+            f"torch-mlir cannot lower '{aten}' (FX node '{node}', {source}) of "
+            f"{_model_name(model)} to linalg. Replace it in the model with ops torch-mlir supports "
+            "(or decompose it by hand), or file the op upstream at llvm/torch-mlir."
+        )
+    raise UnsupportedOpError(
+        f"torch-mlir failed to lower {_model_name(model)} to linalg at {loc}: {msg.splitlines()[0]}"
+    )
+
+
+def _aten_op_name(message: str) -> str | None:
+    m = _OPERATOR_NAME.search(message)
+    if m:
+        return m.group(1)
+    m = _ILLEGAL.search(message)
+    if m and m.group(1).startswith("torch.aten."):
+        return m.group(1)[len("torch."):]
+    return None
+
+
+def _find_fx_node(exported, aten: str, loc: str) -> tuple[str, str]:
+    """The FX node calling `aten` (e.g. 'aten.special_i0e') and its user source line."""
+    m = re.search(r'"([^"]+)":(\d+)', loc)
+    file, line = (m.group(1), int(m.group(2))) if m else (None, None)
+    short = aten.split(".", 1)[1]
+    candidates = []
+    for node in exported.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = getattr(node.target, "__name__", str(node.target))
+        if target.split(".")[0] == short:
+            candidates.append(node)
+    for node in candidates:
+        trace = node.meta.get("stack_trace") or ""
+        if file and f'{file}", line {line}' in trace:
+            return node.name, f"{file}:{line}"
+    if candidates:
+        node = candidates[0]
+        return node.name, _last_frame(node.meta.get("stack_trace")) or (f"{file}:{line}" if file else "unknown source")
+    return "unknown", f"{file}:{line}" if file else "unknown source"
+
+
+def _last_frame(trace: str | None) -> str | None:
+    if not trace:
+        return None
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None

@@ -1,0 +1,88 @@
+"""What the compiler did to a model: stages, op counts, kernels, fusion groups."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STAGES = ("export", "import", "fusion", "iree_compile")
+
+
+@dataclass
+class Report:
+    model: str = ""
+    target: str = ""
+    fusion: bool = True
+    pipeline: str = ""
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    linalg_ops_before: int | None = None
+    """linalg ops (excluding linalg.yield/index) in the imported module."""
+    linalg_ops_after: int | None = None
+    """linalg ops after braze's pipeline, the module IREE compiles."""
+    dispatch_count: int | None = None
+    """Kernels per call: IREE's stream dispatch count from its scheduling statistics."""
+    executable_count: int | None = None
+    groups: list[dict] = field(default_factory=list)
+    """Fusion groups from fusion-report (label, kind, ops, sources, bytes saved)."""
+    unfused: list[dict] = field(default_factory=list)
+    """Adjacent producer/consumer pairs left unfused, with the reason."""
+    fusion_text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(self.stage_seconds.values())
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Report":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def table(self) -> str:
+        rows = [
+            ("model", self.model),
+            ("target", self.target),
+            ("fusion", f"{'on' if self.fusion else 'off'} ({self.pipeline})"),
+        ]
+        for stage in STAGES:
+            if stage in self.stage_seconds:
+                rows.append((f"time: {stage}", f"{self.stage_seconds[stage] * 1000:.0f} ms"))
+        rows.append(("time: total", f"{self.compile_seconds * 1000:.0f} ms"))
+        rows.append(("linalg ops before fusion", _show(self.linalg_ops_before)))
+        rows.append(("linalg ops after fusion", _show(self.linalg_ops_after)))
+        rows.append(("fusion groups", str(len(self.groups))))
+        rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
+        width = max(len(k) for k, _ in rows)
+        lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+        text = "\n".join(lines)
+        if self.fusion_text:
+            text += "\n\n" + self.fusion_text.rstrip()
+        return text
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _show(value) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def count_linalg_ops(module_op) -> int:
+    """linalg ops in a module (structured ops only: linalg.yield and linalg.index excluded)."""
+    count = 0
+
+    def visit(op) -> None:
+        nonlocal count
+        name = op.name
+        if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
+            count += 1
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(module_op)
+    return count

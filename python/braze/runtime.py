@@ -1,0 +1,157 @@
+"""Run a compiled program with iree.runtime: numpy or torch in, numpy or torch out.
+
+Needs only iree-base-runtime and numpy; torch is used when the caller passes torch
+tensors (and for CUDA tensors, which cross by DLPack without a host copy).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from .errors import ArtifactError, DeviceError, InputError
+from .signature import Signature, TensorSpec
+from .targets import Target, check_runnable
+
+try:
+    import iree.runtime as rt
+except ImportError as e:  # pragma: no cover
+    from .errors import DependencyError
+
+    raise DependencyError(f"running a braze module needs iree-base-runtime ({e})") from e
+
+_NUMPY = {
+    "float32": np.float32, "float16": np.float16, "float64": np.float64,
+    "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
+    "uint8": np.uint8, "bool": np.bool_,
+    "bfloat16": np.uint16,  # numpy has no bfloat16: its bits travel as uint16
+}
+_ELEMENT = {
+    "float32": rt.HalElementType.FLOAT_32, "float16": rt.HalElementType.FLOAT_16,
+    "float64": rt.HalElementType.FLOAT_64, "bfloat16": rt.HalElementType.BFLOAT_16,
+    "int64": rt.HalElementType.SINT_64, "int32": rt.HalElementType.SINT_32,
+    "int16": rt.HalElementType.SINT_16, "int8": rt.HalElementType.SINT_8,
+    "uint8": rt.HalElementType.UINT_8, "bool": rt.HalElementType.BOOL_8,
+}
+
+_INSTANCE = None
+_LOCK = threading.Lock()
+
+
+def _instance() -> "rt.VmInstance":
+    global _INSTANCE
+    with _LOCK:
+        if _INSTANCE is None:
+            _INSTANCE = rt.VmInstance()
+        return _INSTANCE
+
+
+class Program:
+    """A .vmfb loaded on a device, callable with flat lists of arrays."""
+
+    def __init__(self, vmfb: bytes, target: Target, signature: Signature, source: str = "the compiled module"):
+        check_runnable(target)
+        self.target = target
+        self.signature = signature
+        instance = _instance()
+        try:
+            self.device = rt.get_device(target.driver)
+        except Exception as e:
+            raise DeviceError(f"iree.runtime could not open a '{target.driver}' device: {e}") from None
+        try:
+            self._vm_module = rt.VmModule.copy_buffer(instance, vmfb)
+        except Exception as e:
+            raise ArtifactError(
+                f"{source} is not a loadable IREE module ({str(e).splitlines()[0]}); it is "
+                "corrupt or from another IREE version. Recompile it with braze.compile()."
+            ) from None
+        hal = rt.create_hal_module(instance, self.device)
+        try:
+            self._context = rt.VmContext(instance, modules=[hal, self._vm_module])
+        except Exception as e:
+            raise ArtifactError(
+                f"{source} cannot run on this {target.driver} device: {str(e).splitlines()[0]}"
+            ) from None
+        self._fn = self._vm_module.lookup_function("main")
+        if self._fn is None:
+            raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
+        self._allocator = self.device.allocator
+
+    # -- arguments -----------------------------------------------------------
+
+    def _buffer_view(self, value: Any, spec: TensorSpec, name: str):
+        array = self._to_numpy(value, spec, name)
+        return self._allocator.allocate_buffer_copy(
+            memory_type=rt.MemoryType.DEVICE_LOCAL,
+            allowed_usage=rt.BufferUsage.DEFAULT,
+            device=self.device,
+            buffer=array,
+            element_type=_ELEMENT[spec.dtype],
+        )
+
+    def _to_numpy(self, value: Any, spec: TensorSpec, name: str) -> np.ndarray:
+        if type(value).__module__.startswith("torch"):
+            import torch
+
+            if not isinstance(value, torch.Tensor):
+                raise InputError(f"{name}: expected a tensor, got {type(value).__name__}")
+            got_dtype = str(value.dtype).replace("torch.", "")
+            _check(name, spec, list(value.shape), got_dtype)
+            t = value.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.contiguous()
+            if spec.dtype == "bfloat16":
+                t = t.view(torch.int16)
+            return t.numpy()
+        if isinstance(value, np.ndarray) or np.isscalar(value):
+            array = np.asarray(value)
+            got_dtype = "bool" if array.dtype == np.bool_ else str(array.dtype)
+            if spec.dtype == "bfloat16" and array.dtype == np.uint16:
+                got_dtype = "bfloat16"
+            _check(name, spec, list(array.shape), got_dtype)
+            return np.ascontiguousarray(array)
+        raise InputError(
+            f"{name}: expected a torch.Tensor or numpy.ndarray of {spec.describe()}, got {type(value).__name__}"
+        )
+
+    # -- call ----------------------------------------------------------------
+
+    def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
+        specs = self.signature.inputs
+        if len(values) != len(specs):
+            raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
+        args = rt.VmVariantList(len(values))
+        for value, spec, name in zip(values, specs, names):
+            args.push_ref(self._buffer_view(value, spec, name))
+        results = rt.VmVariantList(len(self.signature.outputs))
+        self._context.invoke(self._fn, args, results)
+        outputs = []
+        for i, spec in enumerate(self.signature.outputs):
+            bv = results.get_as_object(i, rt.HalBufferView)
+            outputs.append(_read(bv, spec))
+        return outputs
+
+
+def _read(bv, spec: TensorSpec) -> np.ndarray:
+    shape = list(bv.shape)
+    dtype = np.dtype(_NUMPY[spec.dtype])
+    if bv.byte_length == 0:
+        return np.zeros(shape, dtype)
+    mapped = bv.map()
+    return np.array(mapped.asarray(shape, dtype), copy=True)
+
+
+def _check(name: str, spec: TensorSpec, shape: list[int], dtype: str) -> None:
+    if dtype != spec.dtype:
+        raise InputError(
+            f"{name}: dtype {dtype} does not match the compiled {spec.describe()}; "
+            f"convert it (e.g. x.to(torch.{spec.dtype})) or recompile with an example of this dtype"
+        )
+    if list(shape) != list(spec.shape):
+        raise InputError(
+            f"{name}: shape [{', '.join(map(str, shape))}] does not match the compiled "
+            f"{spec.describe()}; braze compiles for static shapes: recompile with an example of this shape"
+        )
