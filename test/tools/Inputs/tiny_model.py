@@ -1,0 +1,23 @@
+"""Tiny models for `braze import` lit tests."""
+
+import torch
+
+
+class AddRelu(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x + 1.0)
+
+
+def make_model():
+    return AddRelu()
+
+
+def make_model_with_inputs():
+    return AddRelu(), (torch.randn(2, 4),)
+
+
+def make_broken():
+    raise RuntimeError("weights not found")
+
+
+NOT_A_FACTORY = 3
