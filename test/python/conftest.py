@@ -1,0 +1,26 @@
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
+
+
+def _can_open(driver: str) -> bool:
+    try:
+        import iree.runtime as rt
+
+        return bool(rt.get_driver(driver).query_available_devices())
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    skips = {
+        "cuda": None if _can_open("cuda") else pytest.mark.skip(reason="no CUDA device for iree.runtime"),
+        "vulkan": None if _can_open("vulkan") else pytest.mark.skip(reason="no Vulkan device for iree.runtime"),
+        "slow": None if config.getoption("--run-slow") else pytest.mark.skip(reason="needs --run-slow"),
+    }
+    for item in items:
+        for marker, skip in skips.items():
+            if skip is not None and marker in item.keywords:
+                item.add_marker(skip)

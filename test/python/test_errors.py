@@ -1,0 +1,194 @@
+"""Errors a user can cause end in a BrazeError that names the problem."""
+
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+import braze
+
+
+class AddRelu(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+
+@pytest.fixture(scope="module")
+def add_relu():
+    return braze.compile(AddRelu(), torch.randn(3, 4), torch.randn(3, 4))
+
+
+class Unsupported(torch.nn.Module):
+    def forward(self, x):
+        y = x + 1
+        return torch.special.i0e(y)  # the line the error must name
+
+
+def test_unsupported_op_names_aten_op_node_and_line():
+    with pytest.raises(braze.UnsupportedOpError) as info:
+        braze.compile(Unsupported(), torch.randn(4))
+    message = str(info.value)
+    assert "aten.special_i0e" in message
+    assert "FX node 'special_i0e'" in message
+    assert f"{__file__}:" in message and "Unsupported" in message
+
+
+def test_not_a_module():
+    with pytest.raises(braze.ExportError, match="torch.nn.Module"):
+        braze.compile(lambda x: x, torch.randn(2))
+
+
+class DataDependent(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+def test_data_dependent_control_flow_is_an_export_error():
+    with pytest.raises(braze.ExportError, match="torch.export could not capture DataDependent"):
+        braze.compile(DataDependent(), torch.randn(3))
+
+
+def test_wrong_argument_count(add_relu):
+    with pytest.raises(braze.InputError, match="positional arguments: expected a tuple of 2"):
+        add_relu(torch.randn(3, 4))
+
+
+def test_wrong_shape(add_relu):
+    with pytest.raises(braze.InputError, match=r"args\[1\]: shape \[4, 3\] does not match the compiled float32\[3, 4\]"):
+        add_relu(torch.randn(3, 4), torch.randn(4, 3))
+
+
+def test_wrong_dtype(add_relu):
+    with pytest.raises(braze.InputError, match=r"args\[0\]: dtype float64 does not match"):
+        add_relu(torch.randn(3, 4, dtype=torch.float64), torch.randn(3, 4))
+
+
+def test_wrong_type(add_relu):
+    with pytest.raises(braze.InputError, match="expected a torch.Tensor or numpy.ndarray"):
+        add_relu([1, 2], torch.randn(3, 4))
+
+
+def test_numpy_in_numpy_out(add_relu):
+    x, y = np.random.randn(3, 4).astype(np.float32), np.random.randn(3, 4).astype(np.float32)
+    out = add_relu(x, y)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, np.maximum(x + y, 0), rtol=1e-6)
+
+
+def test_unknown_device_lists_available():
+    with pytest.raises(braze.DeviceError, match=r"unknown device 'tpu'.*available on this machine: cpu"):
+        braze.compile(AddRelu(), torch.randn(2), torch.randn(2), device="tpu")
+
+
+@pytest.mark.skipif("cuda" in braze.available_devices(), reason="a CUDA device is present")
+def test_cuda_without_gpu_asks_for_target(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(braze.DeviceError, match="target='sm_90'"):
+        braze.compile(AddRelu(), torch.randn(2), torch.randn(2), device="cuda")
+
+
+def test_unknown_compile_option():
+    with pytest.raises(TypeError, match="unknown options: fuse"):
+        braze.compile(AddRelu(), torch.randn(2), torch.randn(2), fuse=True)
+
+
+def test_bad_pipeline_is_named():
+    with pytest.raises(braze.PassPipelineError, match="no-such-pass"):
+        braze.compile(AddRelu(), torch.randn(2), torch.randn(2), pipeline="no-such-pass")
+
+
+# -- artifacts -----------------------------------------------------------------
+
+
+def test_save_refuses_existing_path(add_relu, tmp_path):
+    path = tmp_path / "model.braze"
+    path.write_text("the user's file")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        add_relu.save(path)
+    assert path.read_text() == "the user's file"
+    add_relu.save(path, overwrite=True)
+    assert braze.load(path).signature.inputs[0].shape == [3, 4]
+
+
+def test_save_load_roundtrip(add_relu, tmp_path):
+    add_relu.save(tmp_path / "m.braze")
+    loaded = braze.load(tmp_path / "m.braze", device="cpu")
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    torch.testing.assert_close(loaded(x, y), torch.relu(x + y))
+    assert loaded.report.dispatch_count == add_relu.report.dispatch_count
+
+
+def test_missing_artifact(tmp_path):
+    with pytest.raises(braze.ArtifactError, match="does not exist"):
+        braze.load(tmp_path / "nope.braze")
+
+
+def test_garbage_artifact(tmp_path):
+    path = tmp_path / "garbage.braze"
+    path.write_bytes(os.urandom(1000))
+    with pytest.raises(braze.ArtifactError, match="corrupt or truncated"):
+        braze.load(path)
+
+
+def test_truncated_artifact(add_relu, tmp_path):
+    path = tmp_path / "m.braze"
+    add_relu.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(braze.ArtifactError, match="corrupt or truncated"):
+        braze.load(path)
+
+
+def _rewrite(path, meta_fn=None, vmfb_fn=None):
+    with zipfile.ZipFile(path) as z:
+        meta, vmfb = json.loads(z.read("braze.json")), z.read("module.vmfb")
+    meta = meta_fn(meta) if meta_fn else meta
+    vmfb = vmfb_fn(vmfb) if vmfb_fn else vmfb
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("braze.json", json.dumps(meta))
+        z.writestr("module.vmfb", vmfb)
+
+
+def test_flipped_byte_fails_checksum(add_relu, tmp_path):
+    path = tmp_path / "m.braze"
+    add_relu.save(path)
+    _rewrite(path, vmfb_fn=lambda b: b[:100] + bytes([b[100] ^ 0xFF]) + b[101:])
+    with pytest.raises(braze.ArtifactError, match="checksum"):
+        braze.load(path)
+
+
+def test_iree_version_mismatch(add_relu, tmp_path):
+    path = tmp_path / "m.braze"
+    add_relu.save(path)
+
+    def older(meta):
+        meta["versions"]["iree_compiler"] = "3.9.0"
+        return meta
+
+    _rewrite(path, meta_fn=older)
+    with pytest.raises(braze.ArtifactError, match=r"compiled by IREE 3.9.0.*iree-base-runtime==3.9.0"):
+        braze.load(path)
+
+
+def test_format_version_mismatch(add_relu, tmp_path):
+    path = tmp_path / "m.braze"
+    add_relu.save(path)
+
+    def future(meta):
+        meta["format_version"] = 99
+        return meta
+
+    _rewrite(path, meta_fn=future)
+    with pytest.raises(braze.ArtifactError, match="format version 99"):
+        braze.load(path)
+
+
+def test_load_for_wrong_device(add_relu, tmp_path):
+    add_relu.save(tmp_path / "m.braze")
+    with pytest.raises(braze.DeviceError, match="compiled for cpu"):
+        braze.load(tmp_path / "m.braze", device="cuda")
