@@ -57,7 +57,8 @@ def compile_module(source: bytes, flags: list[str], *, module_text_hook=None) ->
             with session.context:
                 module = iree_ir.Module.parse(source)
                 module_text_hook(module)
-                ok = inv.import_module(module.operation)
+                inv.import_module(module.operation)  # returns nothing; failures raise
+                ok = True
         if not ok:
             raise CompileError("IREE could not parse the module braze produced; this is a braze bug")
         with session.context as ctx:

@@ -1,10 +1,62 @@
-"""Back end: linalg IR (as bytecode) to an IREE program for a Target."""
+"""Back end: linalg IR (as bytecode) to an IREE program for a Target.
+
+For CUDA capabilities that IREE 3.13's `--iree-cuda-target` does not know (sm_90), the
+module carries an explicit device target instead of the flag:
+
+    module attributes {stream.affinity.default = #hal.device.affinity<@__device_0>} {
+      util.global private @__device_0 = #hal.device.target<"cuda", [#hal.executable.target<
+          "cuda", "cuda-nvptx-fb", {iree_codegen.target_info = #iree_gpu.target<arch = "sm_90", ...>}>]>
+      ...
+
+which compiles to `.target sm_90` PTX (ptx 8.0).
+"""
 
 from __future__ import annotations
 
-from ._iree_compiler import CompiledVmfb, compile_module
+from ._iree_compiler import CompiledVmfb, compile_module, iree_ir
 from .targets import Target
 
+# IREE 3.13's own sm_80 target description; Hopper differs in arch, PTX version and the
+# shared memory a workgroup may use (227 KiB). The MMA list stays mma.sync: IREE 3.13
+# has no wgmma intrinsics for CUDA.
+_CUDA_WGP = (
+    "wgp = <compute = fp64|fp32|fp16|int64|int32|int16|int8, storage = b64|b32|b16|b8, "
+    "subgroup = shuffle|arithmetic, dot = dp4xi8toi32, mma = [<NV_MMA_SYNC_F32_16x8x16_F16>, "
+    "<NV_MMA_SYNC_F16_16x8x16_F16>, <NV_MMA_SYNC_F32_16x8x16_BF16>, <NV_WMMA_F32_16x16x16_F16>, "
+    "<NV_WMMA_F16_16x16x16_F16>], subgroup_size_choices = [32], max_workgroup_sizes = [1024, 1024, 1024], "
+    "max_thread_count_per_workgroup = 1024, max_workgroup_memory_bytes = {smem}, "
+    "max_workgroup_counts = [2147483647, 65535, 65535]>"
+)
+EXPLICIT_CUDA_TARGETS = {
+    "sm_90": {"features": "+ptx80", "smem": 232448},
+}
 
-def compile_for_target(source: bytes, target: Target) -> CompiledVmfb:
-    return compile_module(source, target.compiler_flags())
+
+def cuda_device_target(arch: str) -> str:
+    """The #hal.device.target attribute text for an explicit CUDA capability."""
+    spec = EXPLICIT_CUDA_TARGETS[arch]
+    wgp = _CUDA_WGP.replace("{smem}", str(spec["smem"]))
+    return (
+        '#hal.device.target<"cuda", [#hal.executable.target<"cuda", "cuda-nvptx-fb", '
+        f'{{iree_codegen.target_info = #iree_gpu.target<arch = "{arch}", features = "{spec["features"]}", '
+        f"{wgp}>}}>]>"
+    )
+
+
+def _attach_device(attr_text: str):
+    def hook(module) -> None:
+        with module.context, iree_ir.Location.unknown():
+            glob = iree_ir.Operation.parse(f"util.global private @__device_0 = {attr_text} : !hal.device")
+            iree_ir.InsertionPoint.at_block_begin(module.body).insert(glob)
+            module.operation.attributes["stream.affinity.default"] = iree_ir.Attribute.parse(
+                "#hal.device.affinity<@__device_0>"
+            )
+
+    return hook
+
+
+def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None) -> CompiledVmfb:
+    flags = list(extra_flags or [])
+    if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
+        return compile_module(source, flags, module_text_hook=_attach_device(cuda_device_target(target.arch)))
+    return compile_module(source, target.compiler_flags() + flags)

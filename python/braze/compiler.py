@@ -50,11 +50,10 @@ class CompiledModule:
         from .signature import describe_path
 
         names = [describe_path(p) for _, p in flat]
-        outputs = self.program(values, names)
         if _wants_torch(values):
-            import torch
-
-            outputs = [_to_torch(o, spec.dtype, torch) for o, spec in zip(outputs, self.signature.outputs)]
+            outputs = self.program.call_torch(values, names)
+        else:
+            outputs = self.program(values, names)
         return self.signature.unflatten_outputs(outputs)
 
     def save(self, path: str | os.PathLike, overwrite: bool = False):
@@ -83,13 +82,6 @@ def _wants_torch(values: list) -> bool:
         return True
     except ImportError:
         return False
-
-
-def _to_torch(array, dtype: str, torch):
-    t = torch.from_numpy(array)
-    if dtype == "bfloat16":
-        t = t.view(torch.bfloat16)
-    return t
 
 
 def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:

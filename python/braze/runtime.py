@@ -82,6 +82,10 @@ class Program:
     # -- arguments -----------------------------------------------------------
 
     def _buffer_view(self, value: Any, spec: TensorSpec, name: str):
+        if type(value).__module__.startswith("torch"):
+            view = self._torch_buffer_view(value, spec, name)
+            if view is not None:
+                return view
         array = self._to_numpy(value, spec, name)
         return self._allocator.allocate_buffer_copy(
             memory_type=rt.MemoryType.DEVICE_LOCAL,
@@ -90,6 +94,34 @@ class Program:
             buffer=array,
             element_type=_ELEMENT[spec.dtype],
         )
+
+    def _torch_buffer_view(self, value, spec: TensorSpec, name: str):
+        """Import a torch tensor by DLPack (no copy) when it already lives on our device."""
+        import torch
+
+        if not isinstance(value, torch.Tensor):
+            raise InputError(f"{name}: expected a tensor, got {type(value).__name__}")
+        kind = value.device.type
+        if kind == "cuda" and self.target.driver != "cuda":
+            raise InputError(
+                f"{name} is on {value.device}, but this module runs on {self.target.describe()}; "
+                "move it with .cpu() (braze does not copy GPU tensors back to the host silently)"
+            )
+        if kind not in ("cpu", "cuda"):
+            raise InputError(f"{name} is on {value.device}; braze takes CPU or CUDA tensors")
+        _check(name, spec, list(value.shape), str(value.dtype).replace("torch.", ""))
+        same_device = (kind == "cpu" and self.target.driver == "local-task") or (
+            kind == "cuda" and self.target.driver == "cuda"
+        )
+        if not same_device or spec.dtype == "bool":
+            return None  # the copy path moves it (CPU tensors to a GPU module) or converts it
+        t = value.detach()
+        if not t.is_contiguous() or t.storage_offset() != 0:
+            t = t.clone(memory_format=torch.contiguous_format)
+        try:
+            return self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(t))
+        except Exception:
+            return None
 
     def _to_numpy(self, value: Any, spec: TensorSpec, name: str) -> np.ndarray:
         if type(value).__module__.startswith("torch"):
@@ -119,20 +151,68 @@ class Program:
 
     # -- call ----------------------------------------------------------------
 
-    def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
+    def invoke(self, values: list, names: list[str]) -> list:
+        """Run the program; return the result buffer views."""
         specs = self.signature.inputs
         if len(values) != len(specs):
             raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
         args = rt.VmVariantList(len(values))
         for value, spec, name in zip(values, specs, names):
             args.push_ref(self._buffer_view(value, spec, name))
+        if self.target.driver == "cuda" and any(_is_cuda_tensor(v) for v in values):
+            import torch
+
+            # IREE runs on its own stream: let the producer's work on torch's stream finish.
+            torch.cuda.current_stream().synchronize()
         results = rt.VmVariantList(len(self.signature.outputs))
         self._context.invoke(self._fn, args, results)
+        return [results.get_as_object(i, rt.HalBufferView) for i in range(len(self.signature.outputs))]
+
+    def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
+        """Run the program; return numpy arrays on the host."""
+        views = self.invoke(values, names)
+        return [self._to_host(bv, spec) for bv, spec in zip(views, self.signature.outputs)]
+
+    def call_torch(self, values: list, names: list[str]) -> list:
+        """Run the program; return torch tensors (CUDA tensors for a CUDA module, no host copy)."""
+        import torch
+
+        views = self.invoke(values, names)
         outputs = []
-        for i, spec in enumerate(self.signature.outputs):
-            bv = results.get_as_object(i, rt.HalBufferView)
-            outputs.append(_read(bv, spec))
+        for bv, spec in zip(views, self.signature.outputs):
+            tensor = None
+            if spec.dtype != "bool" and bv.byte_length > 0:
+                code, index = (2, _cuda_index(values)) if self.target.driver == "cuda" else (1, 0)
+                if self.target.driver in ("cuda", "local-task"):
+                    try:
+                        tensor = torch.from_dlpack(self.device.create_dlpack_capsule(bv, code, index))
+                    except Exception:
+                        tensor = None
+            if tensor is None:
+                tensor = torch.from_numpy(self._to_host(bv, spec))
+                if spec.dtype == "bfloat16":
+                    tensor = tensor.view(torch.bfloat16)
+                if self.target.driver == "cuda":
+                    tensor = tensor.to(f"cuda:{_cuda_index(values)}")
+            outputs.append(tensor)
         return outputs
+
+    def _to_host(self, bv, spec: TensorSpec) -> np.ndarray:
+        if self.target.driver == "local-task":
+            return _read(bv, spec)
+        array = rt.DeviceArray(self.device, bv, implicit_host_transfer=True).to_host()
+        return np.array(array.view(_NUMPY[spec.dtype]).reshape(list(bv.shape)), copy=True)
+
+
+def _is_cuda_tensor(value) -> bool:
+    return type(value).__module__.startswith("torch") and getattr(value, "is_cuda", False)
+
+
+def _cuda_index(values: list) -> int:
+    for v in values:
+        if _is_cuda_tensor(v):
+            return v.device.index or 0
+    return 0
 
 
 def _read(bv, spec: TensorSpec) -> np.ndarray:
