@@ -1,0 +1,798 @@
+"""fusion-form-groups: wrap producer->consumer chains of elementwise linalg ops in fusion.group ops.
+
+    %0 = linalg.generic {mulf} ins(%x)      %g = "fusion.group"(%x) ({
+    %1 = linalg.generic {addf} ins(%0)  ->  ^bb0(%a: tensor<4xf32>):
+    %2 = linalg.generic {exp}  ins(%1)        %0 = linalg.generic {mulf} ins(%a) ...
+                                              %1 = linalg.generic {addf} ins(%0) ...
+                                              %2 = linalg.generic {exp}  ins(%1) ...
+                                              "fusion.yield"(%2)
+                                            }) {kind = "elementwise", label = "group0"}
+
+Elementwise ops are all-parallel `linalg.generic`s whose output maps are permutations and
+whose input maps are projected permutations (dims, or constant 0 for a size-1 broadcast), with
+a body of arith/math/linalg.index ops only; plus the named ops torch-mlir emits that generalize
+to such a generic (linalg.add/.../exp, linalg.elementwise, linalg.map, linalg.broadcast,
+linalg.transpose, linalg.fill, linalg.copy). Everything else (reductions, contractions,
+tensor.pad / expand_shape / collapse_shape / extract_slice, bodies with tensor.extract) is a
+group boundary.
+
+Rules, in order:
+1. A producer whose results are used only by one elementwise consumer joins that consumer's
+   group when their iteration spaces are compatible: same loop count, the consumer reads the
+   producer's result through a permutation map, and the static loop sizes agree.
+2. A multi-use producer whose users all ended in one group joins that group.
+3. Otherwise a multi-use producer that is alone (in no group) is recomputed (cloned into each
+   consumer group) when the cost model below says that saves memory traffic.
+4. Groups whose ops read the same tensor through permutation maps, and that are otherwise
+   independent, merge into one multi-result group (`fuse-siblings`).
+Every merge is refused when it would create a cycle between groups (checked on the graph of
+groups) or when no single iteration space fits all members (`solve_iteration_space`). A lone
+op is left ungrouped. Groups are numbered group0, group1, ... in program order per function.
+
+Cost model for recomputation (rule 3), in bytes of memory traffic, for a producer P with
+N iterations, per-element output bytes `ob`, input tensors of `I` bytes in all and `u` uses,
+of which the users in `k` distinct consumer groups can take a copy (the rest `u_rest`
+keep reading P, which then survives):
+
+    unfused   = I + N*ob + u*N*ob
+    recompute = k*I + (I + N*ob + u_rest*N*ob if P survives else 0)
+    extra     = N * flops(P) * (k if P survives else k - 1)
+    recompute iff unfused - recompute > flop_cost_bytes * extra
+               and flops(P) <= max_recompute_flops
+
+flops(P) counts one per arith op and four per math op (exp, tanh, erf, ...) of P's body.
+The model ignores caches and that a consumer group may already read P's inputs: it is
+deliberately conservative.
+
+Why a pair stayed apart is recorded on the consumer as the discardable attribute
+`fusion.unfused = {"<operand number>" = "<reason>"}` for fusion-report; fusion-lower-to-linalg
+drops these attributes. Arithmetic is never changed: bodies are moved, not rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import ctypes
+
+from braze._mlir import func, ir, passmanager
+from braze.dialects import fusion
+
+from .registry import ModulePass, option, register
+
+UNFUSED_ATTR = "fusion.unfused"
+"""Discardable attribute on a consumer: operand number -> why its producer is in another group."""
+
+MATH_OP_FLOPS = 4
+"""Weight of one math-dialect op (exp, tanh, erf, ...) in flops(P); arith ops weigh 1."""
+
+_BODY_DIALECTS = ("arith", "math", "complex")
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def op_id(op) -> int:
+    """A stable key for an op: `hash(ir.Operation)` changes when its attributes or operands do."""
+    return _capsule_pointer(op.operation._CAPIPtr, b"torch_mlir.ir.Operation._CAPIPtr")
+_CLONEABLE = ("arith.constant", "tensor.empty")
+
+
+# ---------------------------------------------------------------------------
+# Indexing maps as tuples: a dim position d >= 0, or -1 - c for the constant c.
+
+
+def map_tuple(amap: ir.AffineMap) -> tuple[int, ...] | None:
+    """Results of a map as ints (dims) / negative ints (constants); None when any is compound."""
+    out = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr):
+            out.append(ir.AffineDimExpr(e).position)
+        elif isinstance(e, ir.AffineConstantExpr) and ir.AffineConstantExpr(e).value >= 0:
+            out.append(-1 - ir.AffineConstantExpr(e).value)
+        else:
+            return None
+    return tuple(out)
+
+
+def is_permutation(m: tuple[int, ...], loops: int) -> bool:
+    return len(m) == loops and sorted(m) == list(range(loops))
+
+
+def affine_map(m: tuple[int, ...], loops: int) -> ir.AffineMap:
+    exprs = [ir.AffineDimExpr.get(d) if d >= 0 else ir.AffineConstantExpr.get(-1 - d) for d in m]
+    return ir.AffineMap.get(loops, 0, exprs)
+
+
+def compose(m: tuple[int, ...], t: tuple[int, ...]) -> tuple[int, ...]:
+    """`m` (over a member's dims) rewritten over fused dims, where member dim j is fused dim t[j]."""
+    return tuple(t[d] if d >= 0 else d for d in m)
+
+
+# ---------------------------------------------------------------------------
+# Generalizing named ops (in a scratch module, so the input IR is untouched).
+
+
+@dataclass
+class Generalized:
+    """A linalg.generic equivalent to a named op; `module` keeps it alive."""
+
+    generic: ir.Operation
+    module: ir.Module | None
+    outer: dict = field(default_factory=dict)
+    """Scratch function argument -> the real value it stands for."""
+
+
+def captured_values(op: ir.Operation) -> list[ir.Value]:
+    """Values used inside `op`'s regions but defined outside `op`, in first-use order."""
+    inside: set = set()
+    used: list = []
+
+    def visit(o):
+        if o == op:
+            return ir.WalkResult.ADVANCE
+        for r in o.results:
+            inside.add(r)
+        for region in o.regions:
+            for b in region.blocks:
+                inside.update(b.arguments)
+        used.extend(o.operands)
+        return ir.WalkResult.ADVANCE
+
+    for region in op.regions:
+        for b in region.blocks:
+            inside.update(b.arguments)
+    op.walk(visit)
+    seen, out = set(), []
+    for v in used:
+        if v not in inside and v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def generalize(op: ir.Operation) -> Generalized | None:
+    """The linalg.generic for a linalg op (the op itself when it is one); None if not linalg."""
+    op = op.operation
+    if op.name == "linalg.generic":
+        return Generalized(op, None)
+    if not op.name.startswith("linalg.") or op.name in ("linalg.yield", "linalg.index"):
+        return None
+    values = list(op.operands) + captured_values(op)
+    module = ir.Module.create(loc=op.location)
+    with ir.InsertionPoint(module.body), op.location:
+        fn = func.FuncOp("scratch", ([v.type for v in values], [r.type for r in op.results]))
+        block = fn.add_entry_block()
+    remap = dict(zip(values, block.arguments))
+    with ir.InsertionPoint(block), op.location:
+        clone = op.clone(ip=ir.InsertionPoint(block))
+        _remap_operands(clone, remap)
+        func.ReturnOp(list(clone.results))
+    try:
+        passmanager.PassManager.parse(
+            "builtin.module(func.func(linalg-generalize-named-ops))"
+        ).run(module.operation)
+    except ir.MLIRError:
+        return None
+    ops = [o for o in block.operations if o.operation.name == "linalg.generic"]
+    if len(ops) != 1:
+        return None
+    return Generalized(ops[0].operation, module, dict(zip(block.arguments, values)))
+
+
+def _remap_operands(op: ir.Operation, remap: dict) -> None:
+    """Replace operands of `op` and of every op nested in it through `remap`."""
+
+    def visit(o):
+        for i, v in enumerate(o.operands):
+            if v in remap:
+                o.operands[i] = remap[v]
+        return ir.WalkResult.ADVANCE
+
+    op.operation.walk(visit)
+
+
+# ---------------------------------------------------------------------------
+# What makes an op elementwise.
+
+
+@dataclass
+class Elementwise:
+    """An elementwise op, seen through its (possibly generalized) linalg.generic."""
+
+    op: ir.Operation
+    gen: Generalized
+    loops: int
+    in_maps: list[tuple[int, ...]]
+    out_maps: list[tuple[int, ...]]
+    sizes: tuple[int, ...]
+    flops: int
+    n_inputs: int
+
+    @property
+    def elements(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n
+
+    def operand_map(self, index: int) -> tuple[int, ...]:
+        """The map through which operand `index` (ins then outs) is read."""
+        if index < self.n_inputs:
+            return self.in_maps[index]
+        return self.out_maps[index - self.n_inputs]
+
+    def reads_operand(self, index: int) -> bool:
+        """Whether operand `index` is read (an `outs` operand only if its block arg is used)."""
+        if index < self.n_inputs:
+            return True
+        arg = self.gen.generic.regions[0].blocks[0].arguments[index]
+        return any(True for _ in arg.uses)
+
+
+def _static_tensor(t: ir.Type) -> bool:
+    return isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape
+
+
+def byte_width(t: ir.Type) -> int:
+    """Bytes of one element of a tensor type (or of a scalar type)."""
+    if isinstance(t, ir.ShapedType):
+        t = ir.ShapedType(t).element_type
+    if isinstance(t, ir.IntegerType):
+        return max(1, ir.IntegerType(t).width // 8)
+    if isinstance(t, ir.IndexType):
+        return 8
+    for cls, width in ((ir.F16Type, 2), (ir.BF16Type, 2), (ir.F32Type, 4), (ir.F64Type, 8)):
+        if isinstance(t, cls):
+            return width
+    if isinstance(t, ir.ComplexType):
+        return 2 * byte_width(ir.ComplexType(t).element_type)
+    return 4
+
+
+def tensor_bytes(t: ir.Type) -> int:
+    if not isinstance(t, ir.ShapedType):
+        return byte_width(t)
+    n = 1
+    for s in ir.ShapedType(t).shape:
+        n *= s
+    return n * byte_width(t)
+
+
+def classify(op: ir.Operation) -> tuple[Elementwise | None, str]:
+    """(the elementwise view of `op`, "") or (None, why it is not elementwise)."""
+    op = op.operation
+    if not op.name.startswith("linalg.") or op.name == "linalg.yield":
+        return None, op.name
+    gen = generalize(op)
+    if gen is None:
+        return None, op.name
+    g = gen.generic.opview
+    what = op.name
+    iterators = [str(a) for a in g.iterator_types]
+    if any("parallel" not in it for it in iterators):
+        return None, f"{what} (reduction)"
+    loops = len(iterators)
+    maps = [map_tuple(ir.AffineMapAttr(a).value) for a in g.indexing_maps]
+    if any(m is None for m in maps):
+        return None, f"{what} (non-projected indexing map)"
+    n_in = len(g.inputs)
+    for v in list(g.inputs):
+        if isinstance(v.type, ir.ShapedType) and not _static_tensor(v.type):
+            return None, f"{what} (dynamic or non-tensor operand)"
+    for v in list(g.outputs):
+        if not _static_tensor(v.type):
+            return None, f"{what} (dynamic or non-tensor operand)"
+    in_maps, out_maps = maps[:n_in], maps[n_in:]
+    if not all(is_permutation(m, loops) for m in out_maps):
+        return None, f"{what} (non-permutation output map)"
+    sizes = [0] * loops
+    for m, v in zip(out_maps, g.outputs):
+        for k, d in enumerate(m):
+            sizes[d] = ir.RankedTensorType(v.type).shape[k]
+    flops = 0
+    for body_op in g.regions[0].blocks[0].operations:
+        name = body_op.operation.name
+        dialect = name.split(".", 1)[0]
+        if name in ("linalg.yield", "linalg.index"):
+            continue
+        if dialect not in _BODY_DIALECTS or len(body_op.operation.regions):
+            return None, f"{what} ({name} in body)"
+        if name != "arith.constant":
+            flops += MATH_OP_FLOPS if dialect == "math" else 1
+    return Elementwise(op, gen, loops, in_maps, out_maps, tuple(sizes), flops, n_in), ""
+
+
+# ---------------------------------------------------------------------------
+# One iteration space for a set of ops (shared with fusion-lower-to-linalg).
+
+
+def solve_iteration_space(
+    members: list[Elementwise], producer_of, key=lambda v: v
+) -> tuple[dict, tuple[int, ...]] | None:
+    """Map every member's loops onto one fused iteration space, or None when none exists.
+
+    Returns ({op_id(member op): t}, fused loop sizes) where member dim j is fused dim t[j].
+    `producer_of(value)` gives (member Elementwise, result number) for a value computed
+    inside the set, else None. Producer->consumer reads inside the set must be
+    permutations (and they fix the relation); members connected only through a shared
+    input are related through the first permutation read of that input (siblings).
+    """
+    if not members:
+        return None
+    loops = members[0].loops
+    if any(m.loops != loops for m in members):
+        return None
+    edges = []
+    shared: dict = {}
+    for c in members:
+        operands = list(c.op.operands)
+        for i, v in enumerate(operands[: c.n_inputs + len(c.out_maps)]):
+            if not c.reads_operand(i):
+                continue
+            src = producer_of(v)
+            m = c.operand_map(i)
+            if src is not None:
+                p, r = src
+                if not is_permutation(m, loops):
+                    return None
+                edges.append((p, p.out_maps[r], c, m))
+            elif i < c.n_inputs and is_permutation(m, loops):
+                shared.setdefault(key(v), []).append((c, m))
+    t: dict = {op_id(members[0].op): tuple(range(loops))}
+    while True:
+        changed = True
+        while changed:
+            changed = False
+            for p, pm, c, cm in edges:
+                tp, tc = t.get(op_id(p.op)), t.get(op_id(c.op))
+                if tc is not None:
+                    want = [0] * loops
+                    for k in range(loops):
+                        want[pm[k]] = tc[cm[k]]
+                    if tp is None:
+                        t[op_id(p.op)] = tuple(want)
+                        changed = True
+                    elif tuple(want) != tp:
+                        return None
+                elif tp is not None:
+                    want = [0] * loops
+                    for k in range(loops):
+                        want[cm[k]] = tp[pm[k]]
+                    t[op_id(c.op)] = tuple(want)
+                    changed = True
+        if len(t) == len(members):
+            break
+        seeded = False
+        for readers in shared.values():
+            known = [(c, m) for c, m in readers if op_id(c.op) in t]
+            if not known:
+                continue
+            c0, m0 = known[0]
+            for c, m in readers:
+                if op_id(c.op) not in t:
+                    want = [0] * loops
+                    for k in range(loops):
+                        want[m[k]] = t[op_id(c0.op)][m0[k]]
+                    t[op_id(c.op)] = tuple(want)
+                    seeded = True
+                    break
+            if seeded:
+                break
+        if not seeded:
+            return None
+    sizes = [-1] * loops
+    for m in members:
+        for j, d in enumerate(t[op_id(m.op)]):
+            if sizes[d] == -1:
+                sizes[d] = m.sizes[j]
+            elif sizes[d] != m.sizes[j]:
+                return None
+    return t, tuple(sizes)
+
+
+# ---------------------------------------------------------------------------
+# The pass.
+
+
+@dataclass
+class _Node:
+    op: ir.Operation
+    order: float
+    ew: Elementwise | None
+    why_not: str
+    group: int
+
+
+class _Graph:
+    """Top-level ops of one block, their dataflow, and the groups being formed."""
+
+    def __init__(self, block: ir.Block, parent: ir.Operation):
+        self.parent = parent
+        self.nodes: dict = {}
+        self.groups: dict[int, list] = {}
+        self.reasons: dict = {}
+        self._next = 0
+        for i, op in enumerate(block.operations):
+            self.add(op.operation, float(i))
+
+    def add(self, op: ir.Operation, order: float) -> _Node:
+        ew, why = classify(op) if op.name.startswith("linalg.") else (None, op.name)
+        gid = self._next
+        self._next += 1
+        node = _Node(op, order, ew, why, gid)
+        self.nodes[op_id(op)] = node
+        self.groups[gid] = [op]
+        return node
+
+    def top(self, op: ir.Operation) -> ir.Operation | None:
+        while op is not None and op.parent is not None and op.parent != self.parent:
+            op = op.parent
+        return op if op is not None and op_id(op) in self.nodes else None
+
+    def producer(self, v: ir.Value) -> ir.Operation | None:
+        if not isinstance(v, ir.OpResult):
+            return None
+        return self.top(ir.OpResult(v).owner.operation)
+
+    def users(self, op: ir.Operation) -> list[ir.Operation]:
+        out = []
+        for r in op.results:
+            for u in r.uses:
+                t = self.top(u.owner.operation)
+                if t is not None and all(op_id(t) != op_id(o) for o in out):
+                    out.append(t)
+        return out
+
+    def group_of(self, op) -> int:
+        return self.nodes[op_id(op)].group
+
+    def members(self, gid: int) -> list[ir.Operation]:
+        return sorted(self.groups[gid], key=lambda o: self.nodes[op_id(o)].order)
+
+    def would_cycle(self, a: int, b: int) -> bool:
+        """Whether merging groups a and b makes a path leave the union and come back."""
+        ops = self.groups[a] + self.groups[b]
+        union = {op_id(o) for o in ops}
+        stack = [u for o in ops for u in self.users(o) if op_id(u) not in union]
+        seen = set()
+        while stack:
+            o = stack.pop()
+            gid = self.group_of(o)
+            if gid in seen:
+                continue
+            seen.add(gid)
+            for m in self.groups[gid]:
+                for u in self.users(m):
+                    if op_id(u) in union:
+                        return True
+                    stack.append(u)
+        return False
+
+    def solvable(self, ops: Iterable[ir.Operation]) -> bool:
+        members = [self.nodes[op_id(o)].ew for o in sorted(ops, key=lambda o: self.nodes[op_id(o)].order)]
+        inside = {op_id(m.op): m for m in members}
+
+        def producer_of(v):
+            p = self.producer(v)
+            if p is not None and op_id(p) in inside:
+                return inside[op_id(p)], ir.OpResult(v).result_number
+            return None
+
+        return solve_iteration_space(members, producer_of) is not None
+
+    def try_merge(self, a: int, b: int) -> str:
+        """Merge groups a and b; "" on success, else the reason it was refused."""
+        if a == b:
+            return ""
+        if self.would_cycle(a, b):
+            return "would create a cycle"
+        if not self.solvable(self.groups[a] + self.groups[b]):
+            return "incompatible iteration space"
+        for o in self.groups[b]:
+            self.nodes[op_id(o)].group = a
+        self.groups[a].extend(self.groups.pop(b))
+        return ""
+
+
+def _same(a, b) -> bool:
+    return a is not None and b is not None and a == b
+
+
+def _edge_ok(p: Elementwise, c: Elementwise, value: ir.Value) -> bool:
+    """Whether c reads p's result `value` through a permutation over the same loop count."""
+    if p.loops != c.loops:
+        return False
+    for i, v in enumerate(c.op.operands):
+        if v == value and c.reads_operand(i) and not is_permutation(c.operand_map(i), c.loops):
+            return False
+    return True
+
+
+@register
+@dataclass(frozen=True)
+class FormGroupsPass(ModulePass):
+    name = "fusion-form-groups"
+    summary = "Group producer->consumer chains of elementwise linalg ops into fusion.group ops"
+
+    recompute_multi_use: bool = option(True, "Clone a cheap multi-use producer into each consumer group")
+    max_recompute_flops: int = option(16, "Largest per-element flops(P) of a producer that may be recomputed")
+    flop_cost_bytes: float = option(1.0, "Bytes of memory traffic that one recomputed flop is worth")
+    fuse_siblings: bool = option(True, "Merge independent groups that read the same tensor into one multi-result group")
+
+    def run(self, module: ir.Operation) -> None:
+        funcs = []
+
+        def visit(op):
+            if op.name == "func.func":
+                funcs.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        for f in funcs:
+            if len(f.regions) and len(list(f.regions[0].blocks)) == 1:
+                self._run_on_block(f.regions[0].blocks[0], f)
+
+    # -- grouping -----------------------------------------------------------
+
+    def _run_on_block(self, block: ir.Block, parent: ir.Operation) -> None:
+        g = _Graph(block, parent)
+        order = sorted(g.nodes.values(), key=lambda n: n.order)
+        # 1. single-use producers join their consumer.
+        for cn in order:
+            if cn.ew is None:
+                continue
+            for v in cn.op.operands:
+                p = g.producer(v)
+                if p is None or op_id(p) == op_id(cn.op) or g.nodes[op_id(p)].ew is None:
+                    continue
+                if [op_id(u) for u in g.users(p)] == [op_id(cn.op)]:
+                    self._merge_edge(g, p, cn.op, v)
+        # 2./3. multi-use producers, last first so consumer groups are complete.
+        for pn in reversed(order):
+            if pn.ew is None or len(g.users(pn.op)) < 2:
+                continue
+            users = g.users(pn.op)
+            if all(g.nodes[op_id(u)].ew is not None for u in users) and len(
+                {g.group_of(u) for u in users}
+            ) == 1 and g.group_of(users[0]) != pn.group:
+                if all(_edge_ok(pn.ew, g.nodes[op_id(u)].ew, r) for u in users for r in pn.op.results):
+                    if not g.try_merge(g.group_of(users[0]), pn.group):
+                        for u in users:
+                            self._clear_reasons(g, pn.op, u)
+                        continue
+            self._maybe_recompute(g, pn)
+        # 4. siblings reading the same tensor.
+        if self.fuse_siblings:
+            self._merge_siblings(g, block)
+        self._record_reasons(g)
+        self._materialize(g, block)
+
+    def _merge_edge(self, g: _Graph, p, c, value) -> None:
+        pe, ce = g.nodes[op_id(p)].ew, g.nodes[op_id(c)].ew
+        if not _edge_ok(pe, ce, value):
+            reason = "incompatible iteration space"
+        else:
+            reason = g.try_merge(g.group_of(c), g.group_of(p))
+        if reason:
+            self._set_reason(g, p, c, reason)
+        else:
+            self._clear_reasons(g, p, c)
+
+    def _set_reason(self, g: _Graph, p, c, reason: str) -> None:
+        for i, v in enumerate(c.operands):
+            if _same(g.producer(v), p):
+                g.reasons[(op_id(c), i)] = reason
+
+    def _clear_reasons(self, g: _Graph, p, c) -> None:
+        for i, v in enumerate(c.operands):
+            if _same(g.producer(v), p):
+                g.reasons.pop((op_id(c), i), None)
+
+    def recompute_gain(self, pe: Elementwise, uses: int, takers: int, survives: bool, rest_uses: int) -> float:
+        """Bytes saved minus the weighted flops added by recomputing `pe` (see module doc)."""
+        n = pe.elements
+        ob = sum(byte_width(r.type) for r in pe.op.results)
+        ins = sum(tensor_bytes(v.type) for v in list(pe.op.operands)[: pe.n_inputs]
+                  if isinstance(v.type, ir.ShapedType))
+        unfused = ins + n * ob + uses * n * ob
+        recompute = takers * ins + ((ins + n * ob + rest_uses * n * ob) if survives else 0)
+        extra = n * pe.flops * (takers if survives else takers - 1)
+        return (unfused - recompute) - self.flop_cost_bytes * extra
+
+    def _maybe_recompute(self, g: _Graph, pn: _Node) -> None:
+        p, pe = pn.op, pn.ew
+        users = g.users(p)
+        takers: dict[int, list] = {}
+        rest = []
+        for u in users:
+            ue = g.nodes[op_id(u)].ew
+            if ue is not None and g.group_of(u) != pn.group and all(
+                _edge_ok(pe, ue, r) for r in p.results
+            ):
+                takers.setdefault(g.group_of(u), []).append(u)
+            else:
+                rest.append(u)
+        if len(g.groups[pn.group]) > 1:
+            reason = "multi-use producer inside a group, not recomputed"
+        elif not self.recompute_multi_use:
+            reason = "multi-use producer, recompute disabled"
+        elif not takers:
+            reason = ""
+        elif pe.flops > self.max_recompute_flops:
+            reason = "multi-use producer, recompute too costly"
+        else:
+            uses = sum(1 for r in p.results for _ in r.uses)
+            rest_ids = {op_id(o) for o in rest}
+            rest_uses = sum(
+                1 for r in p.results for use in r.uses
+                if op_id(g.top(use.owner.operation)) in rest_ids
+            )
+            gain = self.recompute_gain(pe, uses, len(takers), bool(rest), rest_uses)
+            reason = "" if gain > 0 else "multi-use producer, recompute too costly"
+        if reason or not takers:
+            for u in users:
+                ue = g.nodes[op_id(u)].ew
+                if ue is None or g.group_of(u) == pn.group:
+                    continue
+                if not all(_edge_ok(pe, ue, r) for r in p.results):
+                    self._set_reason(g, p, u, "incompatible iteration space")
+                else:
+                    self._set_reason(g, p, u, reason or "multi-use producer")
+            return
+        for gid, group_users in takers.items():
+            clone = p.clone(ip=ir.InsertionPoint(p))
+            node = g.add(clone, pn.order - 0.5)
+            for u in group_users:
+                for i, v in enumerate(u.operands):
+                    if _same(g.producer(v), p):
+                        u.operands[i] = clone.results[list(p.results).index(v)]
+            reason = g.try_merge(gid, node.group)
+            if reason:
+                for u in group_users:
+                    self._set_reason(g, clone, u, reason)
+            else:
+                for u in group_users:
+                    self._clear_reasons(g, clone, u)
+        if not g.users(p):
+            g.groups.pop(pn.group)
+            del g.nodes[op_id(p)]
+            p.erase()
+
+    def _merge_siblings(self, g: _Graph, block: ir.Block) -> None:
+        readers: dict = {}
+        for n in sorted(g.nodes.values(), key=lambda n: n.order):
+            if n.ew is None:
+                continue
+            for i, v in enumerate(list(n.op.operands)[: n.ew.n_inputs]):
+                if isinstance(v.type, ir.ShapedType) and is_permutation(n.ew.in_maps[i], n.ew.loops):
+                    lst = readers.setdefault(v, [])
+                    if n.op not in lst:
+                        lst.append(n.op)
+        for ops in readers.values():
+            for o in ops[1:]:
+                a, b = g.group_of(ops[0]), g.group_of(o)
+                if a != b:
+                    g.try_merge(a, b)
+
+    def _record_reasons(self, g: _Graph) -> None:
+        """Write why each adjacent pair is apart onto its consumer (see UNFUSED_ATTR)."""
+        for cn in list(g.nodes.values()):
+            c = cn.op
+            entries = {}
+            for i, v in enumerate(c.operands):
+                p = g.producer(v)
+                if p is None or p.name in _CLONEABLE or c.name == "func.return":
+                    continue
+                if g.group_of(p) == cn.group:
+                    continue
+                pn = g.nodes[op_id(p)]
+                if cn.ew is None and pn.ew is None:
+                    continue
+                if pn.ew is None:
+                    reason = f"non-elementwise: {pn.why_not}"
+                elif cn.ew is None:
+                    reason = f"non-elementwise: {cn.why_not}"
+                else:
+                    reason = g.reasons.get((op_id(c), i), "not fused")
+                entries[str(i)] = ir.StringAttr.get(reason)
+            if entries:
+                c.attributes[UNFUSED_ATTR] = ir.DictAttr.get(entries)
+
+    # -- building fusion.group ops -----------------------------------------
+
+    def _materialize(self, g: _Graph, block: ir.Block) -> None:
+        groups = [g.members(gid) for gid in g.groups if len(g.groups[gid]) > 1]
+        position = {op.operation: i for i, op in enumerate(block.operations)}
+        groups.sort(key=lambda ms: position[ms[-1]])
+        for n, members in enumerate(groups):
+            build_group(members, f"group{n}", g.parent)
+
+
+def _top(op: ir.Operation, parent: ir.Operation) -> ir.Operation:
+    while op.parent is not None and op.parent != parent:
+        op = op.parent
+    return op
+
+
+def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -> ir.Operation:
+    """Wrap `members` (top-level ops of `parent`'s block, in order) in one fusion.group."""
+    member_set = {op_id(m) for m in members}
+    inside: set = set()
+    for m in members:
+        def visit(o):
+            inside.update(o.results)
+            for region in o.regions:
+                for b in region.blocks:
+                    inside.update(b.arguments)
+            return ir.WalkResult.ADVANCE
+        m.walk(visit)
+    externals: list = []
+    clones: list = []
+    for m in members:
+        def visit(o):
+            for v in o.operands:
+                if v in inside or v in externals or v in clones:
+                    continue
+                owner = ir.OpResult(v).owner.operation if isinstance(v, ir.OpResult) else None
+                if owner is not None and owner.name in _CLONEABLE and not len(owner.operands):
+                    clones.append(v)
+                else:
+                    externals.append(v)
+            return ir.WalkResult.ADVANCE
+        m.walk(visit)
+    yielded = []
+    for m in members:
+        for r in m.results:
+            if any(op_id(_top(u.owner.operation, parent)) not in member_set for u in r.uses):
+                yielded.append(r)
+    last = members[-1]
+    loc = ir.Location.fused([m.location for m in members], context=last.context)
+    with loc:
+        group = fusion.GroupOp(
+            externals, ir.StringAttr.get("elementwise"), ir.StringAttr.get(label),
+            outputs=[v.type for v in yielded], ip=ir.InsertionPoint(last),
+        ).operation
+        body = group.regions[0].blocks.append(*[v.type for v in externals])
+        remap = dict(zip(externals, body.arguments))
+        with ir.InsertionPoint(body):
+            for v in clones:
+                remap[v] = ir.OpResult(v).owner.operation.clone().results[ir.OpResult(v).result_number]
+            yield_op = fusion.YieldOp(yielded).operation
+    for m in members:
+        m.move_before(yield_op)
+        _remap_operands(m, remap)
+    for i, v in enumerate(yielded):
+        for u in list(v.uses):
+            owner = u.owner.operation
+            if _top(owner, parent) != group:
+                owner.operands[u.operand_number] = group.results[i]
+    _move_dependents_after(group)
+    return group
+
+
+def _move_dependents_after(group: ir.Operation) -> None:
+    """Move ops placed before `group` that (transitively) use its results to after it."""
+    block = group.block
+    tainted = set(group.results)
+    moved = []
+    for op in block.operations:
+        op = op.operation
+        if op == group:
+            break
+        uses = []
+
+        def visit(o):
+            uses.extend(o.operands)
+            return ir.WalkResult.ADVANCE
+
+        op.walk(visit)
+        if any(v in tainted for v in uses):
+            tainted.update(op.results)
+            moved.append(op)
+    anchor = group
+    for op in moved:
+        op.move_after(anchor)
+        anchor = op
