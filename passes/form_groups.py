@@ -705,10 +705,16 @@ class FormGroupsPass(ModulePass):
 
     def _materialize(self, g: _Graph, block: ir.Block) -> None:
         groups = [g.members(gid) for gid in g.groups if len(g.groups[gid]) > 1]
-        position = {op.operation: i for i, op in enumerate(block.operations)}
-        groups.sort(key=lambda ms: position[ms[-1]])
-        for n, members in enumerate(groups):
-            build_group(members, f"group{n}", g.parent)
+        for members in groups:
+            # Earlier groups may have moved ops: order members by where they are now.
+            position = {op_id(op): i for i, op in enumerate(block.operations)}
+            members.sort(key=lambda o: position[op_id(o)])
+            build_group(members, "group", g.parent)
+        n = 0
+        for op in block.operations:
+            if op.operation.name == "fusion.group":
+                op.operation.attributes["label"] = ir.StringAttr.get(f"group{n}")
+                n += 1
 
 
 def _top(op: ir.Operation, parent: ir.Operation) -> ir.Operation:

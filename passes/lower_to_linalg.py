@@ -114,8 +114,11 @@ def lower_group(group: ir.Operation) -> ir.Operation | None:
     if solved is None:
         if members:
             raise _fail(group, "its members share no iteration space")
-    args = list(block.arguments)
+    # Constants and empties at the group's top level move out first, so they dominate the fused op.
     outer_cache: dict = {}
+    for op in ops[:-1]:
+        if op.name in ("arith.constant", "tensor.empty"):
+            outer_cache[op_id(op)] = op.clone(ip=ir.InsertionPoint(group))
 
     def outer(v: ir.Value) -> ir.Value:
         """The value outside the group that `v` (defined at the group's top level) stands for."""
