@@ -1,0 +1,98 @@
+"""GPU targets: cross-compiled artifacts here (CI has no GPU), numerics where a GPU exists.
+
+CI cross-compiles every zoo model for cuda sm_90 and vulkan and checks each artifact's
+metadata; the tests marked cuda/vulkan run on a GPU host and skip cleanly elsewhere.
+"""
+
+import json
+import warnings
+import zipfile
+
+import pytest
+import torch
+
+import braze
+from braze.zoo import CASES, fresh_like, max_rel_error
+
+GPU_TARGETS = [("cuda", "sm_90"), ("vulkan", "ampere")]
+
+
+@pytest.mark.parametrize("device,target", GPU_TARGETS, ids=["cuda-sm_90", "vulkan-ampere"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_cross_compile_metadata(case, device, target, tmp_path):
+    model, args, kwargs = case.build()
+    compiled = braze.compile(model, *args, example_kwargs=kwargs, device=device, target=target)
+    path = compiled.save(tmp_path / f"{case.name}.braze")
+    with zipfile.ZipFile(path) as z:
+        meta = json.loads(z.read("braze.json"))
+        vmfb = z.read("module.vmfb")
+    assert meta["target"] == {"device": device, "arch": target, "driver": device}
+    assert meta["versions"]["iree_compiler"].startswith("3.13")
+    assert [s["shape"] for s in meta["signature"]["inputs"]] == [
+        list(t.shape) for t in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)
+    ]
+    assert meta["report"]["dispatch_count"] >= 1
+    if device == "cuda":
+        assert b".target sm_90" in vmfb  # the explicit Hopper target, not sm_80 PTX
+    else:
+        assert b"SPIR" in vmfb or len(vmfb) > 0
+
+
+def test_unknown_cuda_capability_falls_back_with_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = braze.compile(torch.nn.ReLU(), torch.randn(4), device="cuda", target="sm_120")
+    assert compiled.target.arch == "sm_90"
+    assert any("no CUDA target for sm_120; compiling for sm_90" in str(w.message) for w in caught)
+
+
+def test_bad_cuda_target():
+    with pytest.raises(braze.DeviceError, match="not a CUDA compute capability"):
+        braze.compile(torch.nn.ReLU(), torch.randn(4), device="cuda", target="sm_xyz")
+
+
+def test_bad_vulkan_target():
+    with pytest.raises(braze.DeviceError, match="unknown vulkan target 'hopper'"):
+        braze.compile(torch.nn.ReLU(), torch.randn(4), device="vulkan", target="hopper")
+
+
+def test_cuda_artifact_refuses_to_run_without_gpu(tmp_path):
+    if "cuda" in braze.available_devices():
+        pytest.skip("a CUDA device is present")
+    braze.compile(torch.nn.ReLU(), torch.randn(4), device="cuda", target="sm_90").save(tmp_path / "r.braze")
+    with pytest.raises(braze.DeviceError, match="compiled for cuda \\(sm_90\\).*available devices: cpu"):
+        braze.load(tmp_path / "r.braze")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_zoo_on_cuda(case):
+    model, args, kwargs = case.build()
+    compiled = braze.compile(model, *args, example_kwargs=kwargs, device="cuda")
+    args2, kwargs2 = fresh_like((args, kwargs))
+    with torch.no_grad():
+        expected = model(*args2, **kwargs2)
+    to_cuda = lambda t: t.cuda() if isinstance(t, torch.Tensor) else t  # noqa: E731
+    got = compiled(*torch.utils._pytree.tree_map(to_cuda, (args2,))[0], **torch.utils._pytree.tree_map(to_cuda, kwargs2))
+    assert all(t.is_cuda for t in torch.utils._pytree.tree_leaves(got))
+    assert max_rel_error(got, expected) <= case.rtol
+
+
+@pytest.mark.cuda
+def test_cpu_tensor_is_moved_to_cuda_module():
+    compiled = braze.compile(torch.nn.ReLU(), torch.randn(4), device="cuda")
+    x = torch.randn(4)
+    out = compiled(x)
+    assert out.is_cuda
+    torch.testing.assert_close(out.cpu(), torch.relu(x))
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_zoo_on_vulkan(case):
+    model, args, kwargs = case.build()
+    compiled = braze.compile(model, *args, example_kwargs=kwargs, device="vulkan")
+    args2, kwargs2 = fresh_like((args, kwargs))
+    with torch.no_grad():
+        expected = model(*args2, **kwargs2)
+    assert max_rel_error(compiled(*args2, **kwargs2), expected) <= case.rtol
