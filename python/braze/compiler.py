@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import platform
 import time
@@ -148,7 +149,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
         report.linalg_ops_after = count_linalg_ops(module_op)
         fusion_report = analyses.get("fusion-report")
         if fusion_report is not None:
-            data = fusion_report.to_json()
+            data = json.loads(fusion_report.to_json())
             report.groups = data.get("groups", [])
             report.unfused = data.get("unfused", [])
             report.fusion_text = fusion_report.to_text()
