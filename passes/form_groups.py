@@ -25,6 +25,9 @@ Rules, in order:
    consumer group) when the cost model below says that saves memory traffic.
 4. Groups whose ops read the same tensor through permutation maps, and that are otherwise
    independent, merge into one multi-result group (`fuse-siblings`).
+5. A group whose results only feed elementwise ops through broadcasts (e.g. ops on a bias
+   [M] read as [N, M]) is dissolved: as its own kernel it would stop IREE from recomputing
+   those cheap ops inside the consumer, costing a dispatch.
 Every merge is refused when it would create a cycle between groups (checked on the graph of
 groups) or when no single iteration space fits all members (`solve_iteration_space`). A lone
 op is left ungrouped. Groups are numbered group0, group1, ... in program order per function.
@@ -567,8 +570,39 @@ class FormGroupsPass(ModulePass):
         # 4. siblings reading the same tensor.
         if self.fuse_siblings:
             self._merge_siblings(g, block)
+        self._dissolve_broadcast_feeders(g)
         self._record_reasons(g)
         self._materialize(g, block)
+
+    def _dissolve_broadcast_feeders(self, g: _Graph) -> None:
+        """Ungroup groups whose results only feed elementwise ops through broadcasts.
+
+        Such a group (e.g. ops on a bias [M] read as [N, M]) cannot join its consumers, and as
+        a kernel of its own it would stop the back end from recomputing it inside them, which
+        IREE does for cheap broadcast producers: one more kernel, not one fewer.
+        """
+        for gid in list(g.groups):
+            members = g.groups[gid]
+            if len(members) < 2:
+                continue
+            ids = {op_id(m) for m in members}
+            outside = [(m, u) for m in members for u in g.users(m) if op_id(u) not in ids]
+            if not outside or not all(
+                g.nodes[op_id(u)].ew is not None
+                and not all(_edge_ok(g.nodes[op_id(m)].ew, g.nodes[op_id(u)].ew, r) for r in m.results)
+                for m, u in outside
+            ):
+                continue
+            for m in members[1:]:
+                node = g.nodes[op_id(m)]
+                node.group = g._next
+                g.groups[g._next] = [m]
+                g._next += 1
+            g.groups[gid] = members[:1]
+            for m in members:
+                for u in g.users(m):
+                    if op_id(u) in ids:
+                        self._set_reason(g, m, u, "broadcast producer chain, left to the back end")
 
     def _merge_edge(self, g: _Graph, p, c, value) -> None:
         pe, ce = g.nodes[op_id(p)].ew, g.nodes[op_id(c)].ew
