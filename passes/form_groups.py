@@ -25,8 +25,8 @@ Rules, in order:
    consumer group) when the cost model below says that saves memory traffic.
 4. Groups whose ops read the same tensor through permutation maps, and that are otherwise
    independent, merge into one multi-result group (`fuse-siblings`).
-5. A group whose results only feed elementwise ops through broadcasts (e.g. ops on a bias
-   [M] read as [N, M]) is dissolved: as its own kernel it would stop IREE from recomputing
+5. A group with a result that feeds an elementwise op through a broadcast (e.g. ops on a
+   bias [M] read as [N, M]) is dissolved: as its own kernel it would stop IREE from recomputing
    those cheap ops inside the consumer, costing a dispatch.
 Every merge is refused when it would create a cycle between groups (checked on the graph of
 groups) or when no single iteration space fits all members (`solve_iteration_space`). A lone
@@ -575,7 +575,7 @@ class FormGroupsPass(ModulePass):
         self._materialize(g, block)
 
     def _dissolve_broadcast_feeders(self, g: _Graph) -> None:
-        """Ungroup groups whose results only feed elementwise ops through broadcasts.
+        """Ungroup groups with a result that feeds an elementwise op through a broadcast.
 
         Such a group (e.g. ops on a bias [M] read as [N, M]) cannot join its consumers, and as
         a kernel of its own it would stop the back end from recomputing it inside them, which
@@ -587,7 +587,7 @@ class FormGroupsPass(ModulePass):
                 continue
             ids = {op_id(m) for m in members}
             outside = [(m, u) for m in members for u in g.users(m) if op_id(u) not in ids]
-            if not outside or not all(
+            if not any(
                 g.nodes[op_id(u)].ew is not None
                 and not all(_edge_ok(g.nodes[op_id(m)].ew, g.nodes[op_id(u)].ew, r) for r in m.results)
                 for m, u in outside
