@@ -223,3 +223,28 @@ func.func @no_cycle(%x: tensor<8xf32>) -> tensor<8xf32> {
   %3 = linalg.add ins(%0, %2 : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
   return %3 : tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#bc = affine_map<(d0, d1) -> (d1)>
+
+// A chain on a bias [8] that is read broadcast as [4, 8] is left ungrouped, for the back end
+// to recompute inside the consumer's kernel.
+// CHECK-LABEL: func.func @broadcast_feeder
+//   CHECK-NOT:   "fusion.group"
+//       CHECK:   linalg.tanh {fusion.unfused = {"0" = "broadcast producer chain, left to the back end"}}
+//       CHECK:   linalg.generic
+//  CHECK-SAME:   fusion.unfused = {"1" = "incompatible iteration space"}
+func.func @broadcast_feeder(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eb = tensor.empty() : tensor<8xf32>
+  %0 = linalg.exp ins(%b : tensor<8xf32>) outs(%eb : tensor<8xf32>) -> tensor<8xf32>
+  %1 = linalg.tanh ins(%0 : tensor<8xf32>) outs(%eb : tensor<8xf32>) -> tensor<8xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #bc, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %1 : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %r = arith.addf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
