@@ -154,10 +154,20 @@ def torch_kernels(fn, args, device: str, extra: int | None = None) -> tuple[int 
         n = sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA
                 and not e.name.startswith(("Memcpy", "Memset")))
         return n, "CUDA kernels in torch.profiler (memcpy/memset excluded)"
-    n = sum(1 for e in events if e.cpu_parent is None and e.name.startswith("aten::"))
+    n = sum(1 for e in events if e.name.startswith("aten::") and not _has_aten_ancestor(e))
     if extra is None:
         return n, "top-level aten ops in torch.profiler"
     return n + extra, "top-level aten ops in torch.profiler + Inductor's generated C++ kernels"
+
+
+def _has_aten_ancestor(event) -> bool:
+    """Compiled regions wrap their ops in non-aten events; count an op unless an aten op called it."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
 
 
 class _quiet_stderr:

@@ -7,6 +7,7 @@ the same numbers.
 
     name                   what                                            memory-bound
     elementwise_chain      sigmoid(relu(x*2+1))*x-0.5 on one tensor         yes
+    tiny_chain             the same on 256x256 (harness tests only)         yes
     gelu_mlp               Linear -> GELU -> Linear                         no
     layernorm_gelu         gelu(layer_norm(x + residual))                   yes
     attention              softmax(q k^T / sqrt(d)) v from plain ops        no
@@ -211,6 +212,11 @@ def _base() -> list[Workload]:
             {"cpu": {"n": 4096}, "cuda": {"n": 4096}}, memory_bound=True, quick=True,
         ),
         Workload(
+            "tiny_chain", "the elementwise chain on 256x256: a smoke test for the harness",
+            lambda p: ElementwiseChain(), lambda p: [(p["n"], p["n"])],
+            {"cpu": {"n": 256}, "cuda": {"n": 256}}, memory_bound=True, tags=("test",),
+        ),
+        Workload(
             "gelu_mlp", "Linear(d, h) -> GELU -> Linear(h, d)",
             lambda p: GeluMLP(p["d"], p["h"]), lambda p: [(p["m"], p["d"])],
             {"cpu": {"m": 64, "d": 512, "h": 2048}, "cuda": {"m": 256, "d": 1024, "h": 4096}}, quick=True,
@@ -266,9 +272,10 @@ def _all() -> dict[str, Workload]:
 
 WORKLOADS: dict[str, Workload] = _all()
 
-CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32"] + ["elementwise_chain_bf16"]
+CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32" and "test" not in w.tags] + [
+    "elementwise_chain_bf16"]
 """The CPU suite: every float32 workload plus one bfloat16 one (2-core CPUs take minutes)."""
-GPU_DEFAULT = list(WORKLOADS)
+GPU_DEFAULT = [n for n, w in WORKLOADS.items() if "test" not in w.tags]
 QUICK = [n for n, w in WORKLOADS.items() if w.quick]
 
 
