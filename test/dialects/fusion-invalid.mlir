@@ -5,8 +5,8 @@ func.func @bad_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'fusion.group' kind "scan" is not one of elementwise, reduction, contraction-epilogue}}
   %g = "fusion.group"(%a) ({
   ^bb0(%x: tensor<4xf32>):
-    "fusion.yield"(%x) : (tensor<4xf32>) -> ()
-  }) {kind = "scan", label = "group0"} : (tensor<4xf32>) -> tensor<4xf32>
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = "scan", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
 
@@ -17,8 +17,8 @@ func.func @bad_args(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'fusion.group' block arguments must match its operands}}
   %g = "fusion.group"(%a) ({
   ^bb0(%x: tensor<8xf32>):
-    "fusion.yield"(%x) : (tensor<8xf32>) -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>) -> tensor<8xf32>
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<8xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<8xf32>
   return %a : tensor<4xf32>
 }
 
@@ -29,8 +29,8 @@ func.func @bad_yield(%a: tensor<4xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'fusion.yield' operands must match the group's results}}
   %g = "fusion.group"(%a) ({
   ^bb0(%x: tensor<4xf32>):
-    "fusion.yield"(%x) : (tensor<4xf32>) -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>) -> tensor<8xf32>
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<8xf32>
   return %g : tensor<8xf32>
 }
 
@@ -42,7 +42,7 @@ func.func @no_yield(%a: tensor<4xf32>) {
   "fusion.group"(%a) ({
   ^bb0(%x: tensor<4xf32>):
     %s = arith.addf %x, %x : tensor<4xf32>
-  }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
   return
 }
 
@@ -54,8 +54,8 @@ func.func @side_effect(%a: tensor<4xf32>) {
   "fusion.group"(%a) ({
   ^bb0(%x: tensor<4xf32>):
     func.call @f() : () -> ()
-    "fusion.yield"() : () -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>) -> ()
+    "fusion.yield"() {operandSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0>} : () -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
   return
 }
 func.func private @f()
@@ -66,7 +66,19 @@ func.func private @f()
 func.func @stray_yield() {
   scf.execute_region {
     // expected-error @+1 {{'fusion.yield' must be inside a 'fusion.group'}}
-    "fusion.yield"() : () -> ()
+    "fusion.yield"() {operandSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0>} : () -> ()
   }
   return
+}
+
+// -----
+
+// A group uses its first N operand slots: a gap in the slots is rejected.
+func.func @slot_gap(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fusion.group' must use its first 1 slots of operandSegmentSizes}}
+  %g = "fusion.group"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
 }

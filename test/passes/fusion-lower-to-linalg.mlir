@@ -22,8 +22,8 @@ func.func @permuted(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
       %r = math.sqrt %in : f32
       linalg.yield %r : f32
     } -> tensor<8x4xf32>
-    "fusion.yield"(%1) : (tensor<8x4xf32>) -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    "fusion.yield"(%1) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<8x4xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return %g : tensor<8x4xf32>
 }
 
@@ -41,8 +41,8 @@ func.func @dedup(%x: tensor<16xf32>) -> tensor<16xf32> {
     %e = tensor.empty() : tensor<16xf32>
     %0 = linalg.mul ins(%a, %a : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) -> tensor<16xf32>
     %1 = linalg.add ins(%0, %a : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) -> tensor<16xf32>
-    "fusion.yield"(%1) : (tensor<16xf32>) -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<16xf32>) -> tensor<16xf32>
+    "fusion.yield"(%1) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<16xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<16xf32>) -> tensor<16xf32>
   return %g : tensor<16xf32>
 }
 
@@ -58,7 +58,7 @@ func.func @two_results(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
     %e = tensor.empty() : tensor<16xf32>
     %0 = linalg.exp ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) -> tensor<16xf32>
     %1 = linalg.tanh ins(%0 : tensor<16xf32>) outs(%e : tensor<16xf32>) -> tensor<16xf32>
-    "fusion.yield"(%0, %1) : (tensor<16xf32>, tensor<16xf32>) -> ()
-  }) {kind = "elementwise", label = "group0"} : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+    "fusion.yield"(%0, %1) {operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0>} : (tensor<16xf32>, tensor<16xf32>) -> ()
+  }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0>} : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
   return %g#0, %g#1 : tensor<16xf32>, tensor<16xf32>
 }

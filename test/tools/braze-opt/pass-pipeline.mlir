@@ -14,7 +14,7 @@
 //       CHECK:   %[[M:.+]] = arith.mulf %[[A]], %[[A]]
 //       CHECK:   "fusion.group"(%[[M]]) ({
 //       CHECK:     "fusion.yield"
-//       CHECK:   }) {kind = "elementwise", label = "g0"}
+//       CHECK:   }) {kind = "elementwise", label = "g0"{{.*}}}
 // NOPASS-LABEL: func.func @twice
 //       NOPASS:   arith.addf
 //       NOPASS:   arith.addf
@@ -25,7 +25,7 @@ func.func @twice(%a: tensor<4xf32>) -> tensor<4xf32> {
   %g = "fusion.group"(%2) ({
   ^bb0(%x: tensor<4xf32>):
     %3 = math.exp %x : tensor<4xf32>
-    "fusion.yield"(%3) : (tensor<4xf32>) -> ()
-  }) {kind = "elementwise", label = "g0"} : (tensor<4xf32>) -> tensor<4xf32>
+    "fusion.yield"(%3) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = "elementwise", label = "g0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
