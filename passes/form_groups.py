@@ -20,7 +20,8 @@ Rules, in order:
 1. A producer whose results are used only by one elementwise consumer joins that consumer's
    group when their iteration spaces are compatible: same loop count, the consumer reads the
    producer's result through a permutation map, and the static loop sizes agree.
-2. A multi-use producer whose users all ended in one group joins that group.
+2. A multi-use producer whose elementwise users all ended in one group joins that group
+   (its result is also yielded when other ops, e.g. the return, read it).
 3. Otherwise a multi-use producer that is alone (in no group) is recomputed (cloned into each
    consumer group) when the cost model below says that saves memory traffic.
 4. Groups whose ops read the same tensor through permutation maps, and that are otherwise
@@ -558,12 +559,13 @@ class FormGroupsPass(ModulePass):
             if pn.ew is None or len(g.users(pn.op)) < 2:
                 continue
             users = g.users(pn.op)
-            if all(g.nodes[op_id(u)].ew is not None for u in users) and len(
-                {g.group_of(u) for u in users}
-            ) == 1 and g.group_of(users[0]) != pn.group:
-                if all(_edge_ok(pn.ew, g.nodes[op_id(u)].ew, r) for u in users for r in pn.op.results):
-                    if not g.try_merge(g.group_of(users[0]), pn.group):
-                        for u in users:
+            ew_users = [u for u in users if g.nodes[op_id(u)].ew is not None]
+            if ew_users and len({g.group_of(u) for u in ew_users}) == 1 and g.group_of(
+                ew_users[0]
+            ) != pn.group:
+                if all(_edge_ok(pn.ew, g.nodes[op_id(u)].ew, r) for u in ew_users for r in pn.op.results):
+                    if not g.try_merge(g.group_of(ew_users[0]), pn.group):
+                        for u in ew_users:
                             self._clear_reasons(g, pn.op, u)
                         continue
             self._maybe_recompute(g, pn)
