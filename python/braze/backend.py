@@ -55,8 +55,53 @@ def _attach_device(attr_text: str):
     return hook
 
 
+def _add_output_storage(module) -> None:
+    """Give `main` one `!hal.buffer {iree.abi.output = i}` argument per result.
+
+    The caller then owns where results land (a torch tensor imported by DLPack): IREE's own
+    result buffers come from a pool that the CUDA driver cannot export to torch.
+
+        func.func @main(%x: tensor<..>) -> tensor<..>    ->    func.func private @main$impl(...)
+                                                               func.func @main(%x, %out0: !hal.buffer
+                                                                 {iree.abi.output = 0 : index}) { call @main$impl }
+    """
+    with module.context, iree_ir.Location.unknown():
+        main = next(op for op in module.body.operations
+                    if op.operation.name == "func.func" and iree_ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        ftype = iree_ir.FunctionType(iree_ir.TypeAttr(main.attributes["function_type"]).value)
+        ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
+        main.attributes["sym_name"] = iree_ir.StringAttr.get("main$impl")
+        main.attributes["sym_visibility"] = iree_ir.StringAttr.get("private")
+        args = [f"%in{i}: {t}" for i, t in enumerate(ins)]
+        args += [f"%out{i}: !hal.buffer {{iree.abi.output = {i} : index}}" for i in range(len(outs))]
+        results = ", ".join(outs)
+        call = f"func.call @main$impl({', '.join(f'%in{i}' for i in range(len(ins)))}) : ({', '.join(ins)}) -> ({results})"
+        if outs:
+            body = f"%r:{len(outs)} = {call}\n  return {', '.join(f'%r#{i}' for i in range(len(outs)))} : {results}"
+        else:
+            body = f"{call}\n  return"
+        text = (
+            f"func.func private @main$impl({', '.join(ins)}) -> ({results})\n"
+            f"func.func @main({', '.join(args)}) -> ({results}) {{\n  {body}\n}}"
+        )
+        scratch = iree_ir.Module.parse(text)  # must outlive the move: it owns the wrapper's body
+        wrapper = scratch.body.operations[1]
+        wrapper.detach_from_parent()
+        iree_ir.InsertionPoint(module.body).insert(wrapper)
+        del scratch
+
+
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None) -> CompiledVmfb:
+    """Compile for the target with braze's ABI (output storage arguments, see _add_output_storage)."""
     flags = list(extra_flags or [])
+    hooks = [_add_output_storage]
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
-        return compile_module(source, flags, module_text_hook=_attach_device(cuda_device_target(target.arch)))
-    return compile_module(source, target.compiler_flags() + flags)
+        hooks.append(_attach_device(cuda_device_target(target.arch)))
+    else:
+        flags = target.compiler_flags() + flags
+
+    def hook(module) -> None:
+        for h in hooks:
+            h(module)
+
+    return compile_module(source, flags, module_text_hook=hook)

@@ -28,8 +28,10 @@ class CompiledModule:
     """A model compiled by braze: call it like the model; inspect `.report`; `save()` it."""
 
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
-                 versions: dict | None = None, source: str = "the compiled module"):
+                 versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None):
         self.vmfb = vmfb
+        self.abi = abi or {"output_storage": True}
+        """How main is called: {"output_storage": True} when it takes a buffer per result."""
         self.target = target
         self.signature = signature
         self.report = report
@@ -42,7 +44,8 @@ class CompiledModule:
         if self._program is None:
             from .runtime import Program
 
-            self._program = Program(self.vmfb, self.target, self.signature, self._source)
+            self._program = Program(self.vmfb, self.target, self.signature, self._source,
+                                    output_storage=self.abi.get("output_storage", False))
         return self._program
 
     def __call__(self, *args, **kwargs) -> Any:
@@ -64,6 +67,7 @@ class CompiledModule:
             "target": self.target.to_json(),
             "versions": self.versions,
             "report": self.report.to_json(),
+            "abi": self.abi,
         }
         return artifact.write(path, self.vmfb, meta, overwrite=overwrite)
 
@@ -96,7 +100,8 @@ def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:
         )
     signature = Signature.from_json(meta["signature"])
     report = Report.from_json(meta.get("report", {}))
-    module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path))
+    module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path),
+                            abi=meta.get("abi", {"output_storage": False}))
     module.program  # open the device now: a missing device or bad program fails at load time
     return module
 

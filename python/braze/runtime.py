@@ -51,10 +51,13 @@ def _instance() -> "rt.VmInstance":
 class Program:
     """A .vmfb loaded on a device, callable with flat lists of arrays."""
 
-    def __init__(self, vmfb: bytes, target: Target, signature: Signature, source: str = "the compiled module"):
+    def __init__(self, vmfb: bytes, target: Target, signature: Signature, source: str = "the compiled module",
+                 output_storage: bool = False):
         check_runnable(target)
         self.target = target
         self.signature = signature
+        self.output_storage = output_storage
+        """True when main takes one output buffer per result after its inputs (braze's ABI)."""
         instance = _instance()
         try:
             self.device = rt.get_device(target.driver)
@@ -151,22 +154,30 @@ class Program:
 
     # -- call ----------------------------------------------------------------
 
-    def invoke(self, values: list, names: list[str]) -> list:
-        """Run the program; return the result buffer views."""
+    def invoke(self, values: list, names: list[str], storage: list | None = None) -> list:
+        """Run the program; return the result buffer views.
+
+        With output storage (braze's ABI: `main(inputs..., out0: !hal.buffer {iree.abi.output = 0}, ...)`)
+        `storage` holds one HalBuffer per result, and the results are written into them.
+        """
         specs = self.signature.inputs
         if len(values) != len(specs):
             raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
-        args = rt.VmVariantList(len(values))
+        outputs = self.signature.outputs
+        args = rt.VmVariantList(len(values) + len(outputs))
         for value, spec, name in zip(values, specs, names):
             args.push_ref(self._buffer_view(value, spec, name))
+        if self.output_storage:
+            for buffer in storage or [self._allocate(spec) for spec in outputs]:
+                args.push_ref(buffer)
         if self.target.driver == "cuda" and any(_is_cuda_tensor(v) for v in values):
             import torch
 
             # IREE runs on its own stream: let the producer's work on torch's stream finish.
             torch.cuda.current_stream().synchronize()
-        results = rt.VmVariantList(len(self.signature.outputs))
+        results = rt.VmVariantList(len(outputs))
         self._context.invoke(self._fn, args, results)
-        return [results.get_as_object(i, rt.HalBufferView) for i in range(len(self.signature.outputs))]
+        return [results.get_as_object(i, rt.HalBufferView) for i in range(len(outputs))]
 
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
         """Run the program; return numpy arrays on the host."""
@@ -174,28 +185,48 @@ class Program:
         return [self._to_host(bv, spec) for bv, spec in zip(views, self.signature.outputs)]
 
     def call_torch(self, values: list, names: list[str]) -> list:
-        """Run the program; return torch tensors (CUDA tensors for a CUDA module, no host copy)."""
+        """Run the program; return torch tensors. For cpu and cuda modules the results are
+        written straight into fresh torch tensors on the module's device (no copy)."""
         import torch
 
-        views = self.invoke(values, names)
+        device = {"local-task": "cpu", "cuda": f"cuda:{_cuda_index(values)}"}.get(self.target.driver)
+        tensors, storage = [], []
+        for spec in self.signature.outputs:
+            tensor, buffer = self._torch_storage(spec, device) if self.output_storage and device else (None, None)
+            tensors.append(tensor)
+            storage.append(buffer if buffer is not None else self._allocate(spec))
+        views = self.invoke(values, names, storage if self.output_storage else None)
         outputs = []
-        for bv, spec in zip(views, self.signature.outputs):
-            tensor = None
-            if spec.dtype != "bool" and bv.byte_length > 0:
-                code, index = (2, _cuda_index(values)) if self.target.driver == "cuda" else (1, 0)
-                if self.target.driver in ("cuda", "local-task"):
-                    try:
-                        tensor = torch.from_dlpack(self.device.create_dlpack_capsule(bv, code, index))
-                    except Exception:
-                        tensor = None
+        for tensor, bv, spec in zip(tensors, views, self.signature.outputs):
             if tensor is None:
                 tensor = torch.from_numpy(self._to_host(bv, spec))
                 if spec.dtype == "bfloat16":
                     tensor = tensor.view(torch.bfloat16)
-                if self.target.driver == "cuda":
-                    tensor = tensor.to(f"cuda:{_cuda_index(values)}")
+                if device is not None and device != "cpu":
+                    tensor = tensor.to(device)
             outputs.append(tensor)
         return outputs
+
+    def _torch_storage(self, spec: TensorSpec, device: str):
+        """A torch tensor for a result and the HalBuffer aliasing it (None, None if not importable)."""
+        import torch
+
+        if spec.dtype == "bool" or 0 in spec.shape:
+            return None, None
+        tensor = torch.empty(spec.shape, dtype=getattr(torch, spec.dtype), device=device)
+        try:
+            view = self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(tensor))
+        except Exception:
+            return None, None
+        return tensor, view.get_buffer()
+
+    def _allocate(self, spec: TensorSpec):
+        nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(_NUMPY[spec.dtype]).itemsize
+        return self._allocator.allocate_buffer(
+            memory_type=rt.MemoryType.DEVICE_LOCAL,
+            allowed_usage=rt.BufferUsage.DEFAULT,
+            allocation_size=max(nbytes, 1),
+        )
 
     def _to_host(self, bv, spec: TensorSpec) -> np.ndarray:
         if self.target.driver == "local-task":
