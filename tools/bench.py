@@ -400,10 +400,26 @@ def _header(device: str, target: str | None, settings: dict, copy_gbs: float | N
         "target": target,
         "machine": machine_info(device),
         "versions": versions(),
+        "git_commit": _git_commit(),
         "copy_bandwidth_gbs": round(copy_gbs, 2) if copy_gbs else None,
         "settings": settings,
         "workloads": [],
     }
+
+
+def _git_commit() -> str | None:
+    """The braze checkout's commit (with '+dirty' when it has local changes), if it is one."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None
 
 
 def _torch_device(device: str) -> str:
@@ -666,7 +682,8 @@ def table(result: dict) -> str:
         + f", {result['date']}",
         "",
         f"Machine: {_machine_line(result)}  ",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in result.get("versions", {}).items()) + "  ",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in result.get("versions", {}).items())
+        + (f", braze commit {result['git_commit']}" if result.get("git_commit") else "") + "  ",
         f"Copy bandwidth (device to device, measured in this run): {_fmt(result.get('copy_bandwidth_gbs'), '.1f')} GB/s",
         "",
         "| workload | shapes | contender | median ms | p10–p90 ms | reps | kernels | compile s | max rel err | GB/s (% of copy) | speedup vs eager |",
