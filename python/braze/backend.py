@@ -91,10 +91,21 @@ def _add_output_storage(module) -> None:
         del scratch
 
 
-def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None) -> CompiledVmfb:
-    """Compile for the target with braze's ABI (output storage arguments, see _add_output_storage)."""
+def default_output_storage(target: Target) -> bool:
+    """Whether results go into caller-provided buffers by default.
+
+    cuda: yes, IREE's result buffers cannot be exported to torch. cpu: no, fresh host
+    tensors page-fault on first touch (64 MiB of results cost ~30 ms), while IREE's pooled
+    result buffers reach torch by DLPack for free.
+    """
+    return target.device == "cuda"
+
+
+def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
+                       output_storage: bool = False) -> CompiledVmfb:
+    """Compile for the target; with output_storage, main takes a buffer per result (_add_output_storage)."""
     flags = list(extra_flags or [])
-    hooks = [_add_output_storage]
+    hooks = [_add_output_storage] if output_storage else []
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
     else:

@@ -30,7 +30,7 @@ class CompiledModule:
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
                  versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None):
         self.vmfb = vmfb
-        self.abi = abi or {"output_storage": True}
+        self.abi = abi or {"output_storage": False}
         """How main is called: {"output_storage": True} when it takes a buffer per result."""
         self.target = target
         self.signature = signature
@@ -121,7 +121,7 @@ def versions() -> dict:
 
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
-            **options) -> CompiledModule:
+            output_storage: bool | None = None, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -130,6 +130,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     fusion: False compiles without braze's fusion passes (the baseline).
     pipeline: a pass pipeline to run instead of fusion-default-pipeline.
     example_kwargs: keyword arguments of forward(), as in the example call.
+    output_storage: results are written into tensors braze allocates with torch (True) or
+      into IREE's own buffers (False); the default is True for cuda, False elsewhere.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -164,9 +166,11 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     from . import backend
 
     t0 = time.perf_counter()
-    compiled = backend.compile_for_target(buffer.getvalue(), tgt)
+    if output_storage is None:
+        output_storage = backend.default_output_storage(tgt)
+    compiled = backend.compile_for_target(buffer.getvalue(), tgt, output_storage=output_storage)
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
     return CompiledModule(compiled.vmfb, tgt, imported.signature, report, versions(),
-                          source=f"the compiled {type(model).__name__}")
+                          source=f"the compiled {type(model).__name__}", abi={"output_storage": output_storage})

@@ -185,19 +185,28 @@ class Program:
         return [self._to_host(bv, spec) for bv, spec in zip(views, self.signature.outputs)]
 
     def call_torch(self, values: list, names: list[str]) -> list:
-        """Run the program; return torch tensors. For cpu and cuda modules the results are
-        written straight into fresh torch tensors on the module's device (no copy)."""
+        """Run the program; return torch tensors on the module's device without host copies
+        where the driver allows: results written into fresh torch tensors (output storage,
+        cuda) or IREE's result buffers handed to torch by DLPack (cpu)."""
         import torch
 
         device = {"local-task": "cpu", "cuda": f"cuda:{_cuda_index(values)}"}.get(self.target.driver)
-        tensors, storage = [], []
-        for spec in self.signature.outputs:
-            tensor, buffer = self._torch_storage(spec, device) if self.output_storage and device else (None, None)
-            tensors.append(tensor)
-            storage.append(buffer if buffer is not None else self._allocate(spec))
-        views = self.invoke(values, names, storage if self.output_storage else None)
+        tensors, storage = [None] * len(self.signature.outputs), None
+        if self.output_storage:
+            storage = []
+            for i, spec in enumerate(self.signature.outputs):
+                tensor, buffer = self._torch_storage(spec, device) if device else (None, None)
+                tensors[i] = tensor
+                storage.append(buffer if buffer is not None else self._allocate(spec))
+        views = self.invoke(values, names, storage)
         outputs = []
         for tensor, bv, spec in zip(tensors, views, self.signature.outputs):
+            if tensor is None and device is not None and spec.dtype != "bool" and bv.byte_length > 0:
+                code, index = (2, _cuda_index(values)) if self.target.driver == "cuda" else (1, 0)
+                try:
+                    tensor = torch.from_dlpack(self.device.create_dlpack_capsule(bv, code, index))
+                except Exception:  # e.g. CUDA pool buffers cannot be exported
+                    tensor = None
             if tensor is None:
                 tensor = torch.from_numpy(self._to_host(bv, spec))
                 if spec.dtype == "bfloat16":

@@ -192,3 +192,20 @@ def test_load_for_wrong_device(add_relu, tmp_path):
     add_relu.save(tmp_path / "m.braze")
     with pytest.raises(braze.DeviceError, match="compiled for cpu"):
         braze.load(tmp_path / "m.braze", device="cuda")
+
+
+@pytest.mark.parametrize("output_storage", [True, False])
+def test_output_storage_abi(output_storage, tmp_path):
+    """Results written into braze-allocated tensors (cuda's default) equal IREE-owned results."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Sigmoid()).eval()
+    x = torch.randn(4, 6)
+    compiled = braze.compile(model, x, output_storage=output_storage)
+    assert compiled.abi == {"output_storage": output_storage}
+    compiled.save(tmp_path / "m.braze")
+    loaded = braze.load(tmp_path / "m.braze")
+    x2 = torch.randn(4, 6)
+    with torch.no_grad():
+        expected = model(x2)
+    for module in (compiled, loaded):
+        torch.testing.assert_close(module(x2), expected)
+        np.testing.assert_allclose(module(x2.numpy()), expected.numpy(), rtol=1e-6, atol=1e-6)
