@@ -29,6 +29,11 @@ Rules, in order:
 5. A group with a result that feeds an elementwise op through a broadcast (e.g. ops on a
    bias [M] read as [N, M]) is dissolved: as its own kernel it would stop IREE from recomputing
    those cheap ops inside the consumer, costing a dispatch.
+6. A cast or pure copy (extf, transpose) whose only readers are contraction inputs leaves its
+   group: IREE fuses it into the matmul's operand loads (bf16 weights stay bf16).
+7. A group that reads a reduction's or contraction's result, or feeds one, is dissolved: IREE
+   fuses elementwise producers and consumers into those dispatches and recognizes softmax and
+   normalization patterns across them, so such a group would cost a dispatch of its own.
 Every merge is refused when it would create a cycle between groups (checked on the graph of
 groups) or when no single iteration space fits all members (`solve_iteration_space`). A lone
 op is left ungrouped. Groups are numbered group0, group1, ... in program order per function.
@@ -573,6 +578,8 @@ class FormGroupsPass(ModulePass):
         if self.fuse_siblings:
             self._merge_siblings(g, block)
         self._dissolve_broadcast_feeders(g)
+        self._peel_contraction_feeders(g)
+        self._dissolve_reduction_neighbours(g)
         self._record_reasons(g)
         self._materialize(g, block)
 
@@ -605,6 +612,71 @@ class FormGroupsPass(ModulePass):
                 for u in g.users(m):
                     if op_id(u) in ids:
                         self._set_reason(g, m, u, "broadcast producer chain, left to the back end")
+
+    def _peel_contraction_feeders(self, g: _Graph) -> None:
+        """Take casts and pure copies whose only readers are contraction inputs out of groups.
+
+        IREE fuses such a producer (bf16 -> f32 extf, a weight transpose) into the operand
+        loads of the matmul/conv/reduction that reads it. Inside a braze group it becomes
+        part of a bigger generic: IREE then materializes (or constant-folds) the f32 operand
+        and runs an f32 matmul without bf16 MMA. Measured on the H200: the bf16 GELU MLP took
+        1.58 ms with the cast grouped against 0.70 ms without braze's passes.
+        """
+        changed = True
+        while changed:
+            changed = False
+            for gid in list(g.groups):
+                members = g.groups[gid]
+                if len(members) < 2:
+                    continue
+                for m in list(members):
+                    if not (_is_cast_or_copy(g.nodes[op_id(m)].ew) and _feeds_only_contractions(g, m)):
+                        continue
+                    members.remove(m)
+                    node = g.nodes[op_id(m)]
+                    node.group = g._next
+                    g.groups[g._next] = [m]
+                    g._next += 1
+                    for v in m.operands:
+                        p = g.producer(v)
+                        if p is not None and any(op_id(p) == op_id(o) for o in members):
+                            self._set_reason(g, p, m, "cast/copy feeding a contraction, left for IREE to fuse into its operand")
+                    changed = True
+                if len(members) == 1:
+                    only = members[0]
+                    g.nodes[op_id(only)].group = gid
+
+    def _dissolve_reduction_neighbours(self, g: _Graph) -> None:
+        """Ungroup groups that read a reduction's or contraction's result or feed one.
+
+        IREE fuses elementwise producers into a reduction's dispatch, elementwise consumers
+        into a matmul's or reduction's dispatch, and recognizes softmax and normalization
+        patterns across them. A braze group next to such an op gets a dispatch of its own or
+        hides the pattern. Measured (IREE dispatch counts, CPU and sm_90): torch's attention
+        softmax took 4 dispatches with groups against 2 without, TransformerEncoderLayer 20
+        against 18.
+        """
+        for gid in list(g.groups):
+            members = g.groups[gid]
+            if len(members) < 2:
+                continue
+            ids = {op_id(m) for m in members}
+            feeds = any(_is_reduction(g, u) for m in members for u in g.users(m) if op_id(u) not in ids)
+            reads = any(_is_reduction(g, g.producer(v)) for m in members for v in m.operands
+                        if g.producer(v) is not None and op_id(g.producer(v)) not in ids)
+            if not (feeds or reads):
+                continue
+            for m in members[1:]:
+                node = g.nodes[op_id(m)]
+                node.group = g._next
+                g.groups[g._next] = [m]
+                g._next += 1
+            g.groups[gid] = members[:1]
+            reason = ("next to a reduction or contraction, left for IREE to fuse into its dispatch")
+            for m in members:
+                for u in g.users(m):
+                    if op_id(u) in ids:
+                        self._set_reason(g, m, u, reason)
 
     def _merge_edge(self, g: _Graph, p, c, value) -> None:
         pe, ce = g.nodes[op_id(p)].ew, g.nodes[op_id(c)].ew
@@ -751,6 +823,45 @@ class FormGroupsPass(ModulePass):
             if op.operation.name == "fusion.group":
                 op.operation.attributes["label"] = ir.StringAttr.get(f"group{n}")
                 n += 1
+
+
+_CAST_OPS = {
+    "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp",
+    "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.bitcast", "linalg.yield",
+}
+
+
+def _is_cast_or_copy(ew: Elementwise | None) -> bool:
+    """An elementwise op whose body only converts or forwards its input (cast, transpose, copy)."""
+    if ew is None:
+        return False
+    body = ew.gen.generic.regions[0].blocks[0]
+    return all(o.operation.name in _CAST_OPS for o in body.operations)
+
+
+def _feeds_only_contractions(g: _Graph, op: ir.Operation) -> bool:
+    """Whether every use of `op` is an input (not an init) of a non-elementwise linalg op
+    with a reduction loop: matmul, batch_matmul, convolution, reduction generics."""
+    uses = [u for r in op.results for u in r.uses]
+    if not uses:
+        return False
+    for u in uses:
+        owner = g.top(u.owner.operation)
+        if owner is None or not owner.name.startswith("linalg.") or g.nodes[op_id(owner)].ew is not None:
+            return False
+        if "(reduction)" not in g.nodes[op_id(owner)].why_not:
+            return False
+        sizes = owner.attributes["operandSegmentSizes"] if "operandSegmentSizes" in owner.attributes else None
+        n_inputs = list(ir.DenseI32ArrayAttr(sizes))[0] if sizes is not None else len(owner.operands) - 1
+        if u.operand_number >= n_inputs:
+            return False
+    return True
+
+
+def _is_reduction(g: _Graph, op: ir.Operation | None) -> bool:
+    """A linalg op with a reduction loop: a reduction generic or a contraction (matmul, conv)."""
+    node = g.nodes.get(op_id(op)) if op is not None else None
+    return node is not None and node.ew is None and "(reduction)" in node.why_not
 
 
 def _top(op: ir.Operation, parent: ir.Operation) -> ir.Operation:

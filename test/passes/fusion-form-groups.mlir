@@ -188,6 +188,41 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>)
 
 // -----
 
+// A chain after a matmul is left ungrouped: IREE fuses it into the matmul's dispatch.
+// CHECK-LABEL: func.func @matmul_epilogue
+//   CHECK-NOT:   "fusion.group"
+//       CHECK:   linalg.exp {fusion.unfused = {"0" = "non-elementwise: linalg.matmul (reduction)"}}
+//       CHECK:   linalg.tanh {fusion.unfused = {"0" = "next to a reduction or contraction, left for IREE to fuse into its dispatch"}}
+func.func @matmul_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = linalg.exp ins(%0 : tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = linalg.tanh ins(%1 : tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A chain whose result a reduction reads is left ungrouped: IREE fuses it into the reduction.
+// CHECK-LABEL: func.func @reduction_producer_chain
+//   CHECK-NOT:   "fusion.group"
+//       CHECK:   linalg.tanh {fusion.unfused = {"0" = "next to a reduction or contraction, left for IREE to fuse into its dispatch"}}
+func.func @reduction_producer_chain(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %0 = linalg.exp ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = linalg.tanh ins(%0 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%1 : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
 // tensor.expand_shape between two elementwise ops is a boundary.
 // CHECK-LABEL: func.func @reshape
 //   CHECK-NOT:   "fusion.group"

@@ -4,14 +4,14 @@
 // print analyses, and MLIR's Python bindings cannot emit remarks.
 
 // The group and the recorded reason survive the report unchanged.
-// CHECK-LABEL: func.func @matmul_exp_tanh
-//       CHECK:   linalg.matmul
+// CHECK-LABEL: func.func @reshape_exp_tanh
+//       CHECK:   tensor.expand_shape
 //       CHECK:   "fusion.group"
-//       CHECK:     linalg.exp {fusion.unfused = {"0" = "non-elementwise: linalg.matmul (reduction)"}}
+//       CHECK:     linalg.exp {fusion.unfused = {"0" = "non-elementwise: tensor.expand_shape"}}
 //       CHECK:     linalg.tanh
 //       CHECK:   label = "group0"
-func.func @matmul_exp_tanh(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+func.func @reshape_exp_tanh(%a: tensor<16xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tensor.expand_shape %a [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
   %1 = linalg.exp ins(%0 : tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
   %2 = linalg.tanh ins(%1 : tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %2 : tensor<4x4xf32>
