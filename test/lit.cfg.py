@@ -40,6 +40,10 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "t
 
 # Tests must not depend on the caller's environment beyond the Python that runs lit.
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
+# An empty tuning cache: a kernel configuration measured on this machine must not change a test.
+import tempfile  # noqa: E402
+
+config.environment["BRAZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="braze-lit-cache-")
 for var in ("PYTHONPATH", "HOME", "TMPDIR", "TEMP", "TMP"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

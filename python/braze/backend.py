@@ -91,6 +91,41 @@ def _add_output_storage(module) -> None:
         del scratch
 
 
+CONFIG_ATTR = "braze.kernel_config"
+
+
+def _compilation_info(text: str) -> str:
+    """IREE's compilation_info for fusion-configure-kernels' 'workgroup=N thread=N threads=N'."""
+    fields = dict(item.split("=", 1) for item in text.split())
+    return (
+        "#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<"
+        f"{{workgroup = [{int(fields['workgroup'])}], thread = [{int(fields['thread'])}]}}>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
+        f"workgroup_size = [{int(fields['threads'])}, 1, 1] subgroup_size = 32>>"
+    )
+
+
+def _apply_kernel_configs(apply: bool):
+    """Turn braze.kernel_config attributes into IREE compilation_info (apply) or drop them."""
+
+    def hook(module) -> None:
+        with module.context:
+            def visit(op) -> None:
+                if CONFIG_ATTR in op.attributes:
+                    text = iree_ir.StringAttr(op.attributes[CONFIG_ATTR]).value
+                    del op.attributes[CONFIG_ATTR]
+                    if apply:
+                        op.attributes["compilation_info"] = iree_ir.Attribute.parse(_compilation_info(text))
+                for region in op.regions:
+                    for block in region.blocks:
+                        for inner in block.operations:
+                            visit(inner.operation)
+
+            visit(module.operation)
+
+    return hook
+
+
 def default_output_storage(target: Target) -> bool:
     """Whether results go into caller-provided buffers by default.
 
@@ -105,7 +140,9 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
                        output_storage: bool = False) -> CompiledVmfb:
     """Compile for the target; with output_storage, main takes a buffer per result (_add_output_storage)."""
     flags = list(extra_flags or [])
-    hooks = [_add_output_storage] if output_storage else []
+    hooks = [_apply_kernel_configs(apply=target.device == "cuda")]
+    if output_storage:
+        hooks.append(_add_output_storage)
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
     else:

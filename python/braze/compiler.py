@@ -141,6 +141,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     from braze.passes.pipelines import BASELINE_PIPELINE, DEFAULT_PIPELINE
 
     pipeline_text = pipeline or (DEFAULT_PIPELINE.name if fusion else BASELINE_PIPELINE.name)
+    if pipeline is None and fusion and tgt.device == "cuda":
+        pipeline_text += f",fusion-configure-kernels{{target={tgt.arch}}}"
     imported = frontend.import_model(model, example_inputs, example_kwargs or {})
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)

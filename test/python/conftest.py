@@ -1,6 +1,15 @@
 import pytest
 
 
+@pytest.fixture(autouse=True, scope="session")
+def empty_tuning_cache(tmp_path_factory):
+    """Tests see an empty kernel-tuning cache, whatever this machine has measured."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BRAZE_CACHE_DIR", str(tmp_path_factory.mktemp("braze-cache")))
+    yield
+    mp.undo()
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
 

@@ -1,0 +1,98 @@
+// RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels{target=sm_90}' | FileCheck %s
+// RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels{target=sm_90 config=512:2:256}' | FileCheck %s --check-prefix=FORCED
+// RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels' | FileCheck %s --check-prefix=NOTARGET
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A standalone 2-D float32 kernel becomes 1-D with the cost model's configuration (16-byte accesses: 4 x f32).
+// CHECK-LABEL: func.func @standalone
+//       CHECK:   %[[C:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<64x32xf32> into tensor<2048xf32>
+//       CHECK:   %[[G:.+]] = linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} ins(%[[C]] : tensor<2048xf32>)
+//  CHECK-SAME:     braze.kernel_config = "workgroup=1024 thread=4 threads=256"
+//       CHECK:     math.exp
+//       CHECK:   %[[E:.+]] = tensor.expand_shape %[[G]] {{\[\[}}0, 1]] output_shape [64, 32]
+//       CHECK:   return %[[E]]
+// FORCED-LABEL: func.func @standalone
+//       FORCED:   braze.kernel_config = "workgroup=512 thread=2 threads=256"
+// NOTARGET-LABEL: func.func @standalone
+//       NOTARGET:   tensor.collapse_shape
+//   NOTARGET-NOT:   braze.kernel_config
+func.func @standalone(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %1 = math.exp %in : f32
+    linalg.yield %1 : f32
+  } -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// bfloat16 elements: 8 per 16-byte access.
+// CHECK-LABEL: func.func @bf16
+//       CHECK:   braze.kernel_config = "workgroup=2048 thread=8 threads=256"
+func.func @bf16(%x: tensor<4096xbf16>) -> tensor<4096xbf16> {
+  %e = tensor.empty() : tensor<4096xbf16>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<4096xbf16>) outs(%e : tensor<4096xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %1 = arith.addf %in, %in : bf16
+    linalg.yield %1 : bf16
+  } -> tensor<4096xbf16>
+  return %0 : tensor<4096xbf16>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// An elementwise op that reads a matmul's result is fused into the matmul by IREE: left alone.
+// CHECK-LABEL: func.func @after_matmul
+//   CHECK-NOT:   tensor.collapse_shape
+//   CHECK-NOT:   braze.kernel_config
+func.func @after_matmul(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%0 : tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %2 = math.exp %in : f32
+    linalg.yield %2 : f32
+  } -> tensor<64x64xf32>
+  return %1 : tensor<64x64xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// A broadcast input cannot be collapsed to 1-D: left to IREE.
+// CHECK-LABEL: func.func @broadcast
+//   CHECK-NOT:   braze.kernel_config
+func.func @broadcast(%x: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<64x32xf32>, tensor<32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %1 = arith.addf %in, %in2 : f32
+    linalg.yield %1 : f32
+  } -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// No tile of 32 or more threads divides 100 elements: collapsed, but no configuration.
+// CHECK-LABEL: func.func @odd_size
+//   CHECK-NOT:   braze.kernel_config
+func.func @odd_size(%x: tensor<100xf32>) -> tensor<100xf32> {
+  %e = tensor.empty() : tensor<100xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<100xf32>) outs(%e : tensor<100xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %1 = math.exp %in : f32
+    linalg.yield %1 : f32
+  } -> tensor<100xf32>
+  return %0 : tensor<100xf32>
+}
