@@ -105,17 +105,44 @@ def _compilation_info(text: str) -> str:
     )
 
 
+MATMUL_ATTR = "braze.matmul_config"
+
+
+def _matmul_compilation_info(text: str) -> str:
+    """IREE's compilation_info for fusion-configure-kernels' matmul configurations."""
+    words = text.split()
+    fields = dict(item.split("=", 1) for item in words if "=" in item)
+    tiles = lambda key: ", ".join(fields[key].split(","))  # noqa: E731
+    if words[0] == "simt":
+        lowering = (f"workgroup = [{tiles('workgroup')}, 0], reduction = [0, 0, {fields['reduction']}], "
+                    f"thread = [{tiles('thread')}, 0], promote_operands = [0, 1]")
+        options = ""
+    else:
+        lowering = (f"convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{fields['mma']}>, promote_operands = [0, 1], "
+                    f"reduction = [0, 0, {fields['reduction']}], subgroup = [{tiles('subgroup')}, 0], "
+                    f"workgroup = [{tiles('workgroup')}, 0]")
+        options = (f", {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {fields['stages']}, "
+                   "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = false>}")
+    threads = fields["threads"].split(",") + ["1", "1"]
+    return (
+        f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{lowering}}}>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
+        f"workgroup_size = [{threads[0]}, {threads[1]}, {threads[2]}] subgroup_size = 32{options}>>"
+    )
+
+
 def _apply_kernel_configs(apply: bool):
-    """Turn braze.kernel_config attributes into IREE compilation_info (apply) or drop them."""
+    """Turn braze.kernel_config / braze.matmul_config into IREE compilation_info (apply) or drop them."""
 
     def hook(module) -> None:
         with module.context:
             def visit(op) -> None:
-                if CONFIG_ATTR in op.attributes:
-                    text = iree_ir.StringAttr(op.attributes[CONFIG_ATTR]).value
-                    del op.attributes[CONFIG_ATTR]
-                    if apply:
-                        op.attributes["compilation_info"] = iree_ir.Attribute.parse(_compilation_info(text))
+                for attr, build in ((CONFIG_ATTR, _compilation_info), (MATMUL_ATTR, _matmul_compilation_info)):
+                    if attr in op.attributes:
+                        text = iree_ir.StringAttr(op.attributes[attr]).value
+                        del op.attributes[attr]
+                        if apply:
+                            op.attributes["compilation_info"] = iree_ir.Attribute.parse(build(text))
                 for region in op.regions:
                     for block in region.blocks:
                         for inner in block.operations:

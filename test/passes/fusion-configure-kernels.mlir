@@ -96,3 +96,49 @@ func.func @odd_size(%x: tensor<100xf32>) -> tensor<100xf32> {
   } -> tensor<100xf32>
   return %0 : tensor<100xf32>
 }
+
+// -----
+
+// A static f32 matmul gets the SIMT tile configuration; with matmuls=false it is left alone.
+// CHECK-LABEL: func.func @matmul_f32
+//       CHECK:   linalg.matmul {braze.matmul_config = "simt workgroup=64,32 reduction=8 thread=4,2 threads=16,16"}
+// NOTARGET-LABEL: func.func @matmul_f32
+//   NOTARGET-NOT:   braze.matmul_config
+func.func @matmul_f32(%a: tensor<128x64xf32>, %b: tensor<64x96xf32>, %c: tensor<128x96xf32>) -> tensor<128x96xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<128x64xf32>, tensor<64x96xf32>) outs(%c : tensor<128x96xf32>) -> tensor<128x96xf32>
+  return %0 : tensor<128x96xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A matmul fed by bf16 -> f32 extf generics is a bf16 matmul for IREE: it gets the MMA configuration.
+// CHECK-LABEL: func.func @matmul_bf16_via_extf
+//       CHECK:   linalg.matmul {braze.matmul_config = "mma=NV_MMA_SYNC_F32_16x8x16_BF16 workgroup=128,128 subgroup=4,8 reduction=4 threads=128 stages=3"}
+func.func @matmul_bf16_via_extf(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128x128xf32>) -> tensor<128x128xf32> {
+  %ea = tensor.empty() : tensor<128x64xf32>
+  %eb = tensor.empty() : tensor<64x128xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<128x64xbf16>) outs(%ea : tensor<128x64xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<128x64xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<64x128xbf16>) outs(%eb : tensor<64x128xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<64x128xf32>
+  %2 = linalg.matmul ins(%0, %1 : tensor<128x64xf32>, tensor<64x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %2 : tensor<128x128xf32>
+}
+
+// -----
+
+// A matmul whose shape its tiles do not divide keeps IREE's configuration.
+// CHECK-LABEL: func.func @matmul_odd
+//   CHECK-NOT:   braze.matmul_config
+func.func @matmul_odd(%a: tensor<100x64xf32>, %b: tensor<64x96xf32>, %c: tensor<100x96xf32>) -> tensor<100x96xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<100x64xf32>, tensor<64x96xf32>) outs(%c : tensor<100x96xf32>) -> tensor<100x96xf32>
+  return %0 : tensor<100x96xf32>
+}

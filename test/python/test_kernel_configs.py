@@ -82,3 +82,13 @@ def test_unreadable_cache_is_ignored(tmp_path, monkeypatch):
 def test_bad_forced_config_is_a_pipeline_error(bad):
     with pytest.raises(braze.PassPipelineError, match="expects WORKGROUP:THREAD:THREADS"):
         braze.compile(Chain(), torch.randn(64, 16), pipeline=f"fusion-configure-kernels{{target=sm_90 config={bad}}}")
+
+
+def test_cuda_matmul_uses_the_measured_configuration():
+    """A static f32 Linear compiles with braze's SIMT tiles (16x16 threads), not IREE's default."""
+    model = torch.nn.Linear(256, 128).eval()
+    x = torch.randn(64, 256)
+    configured = braze.compile(model, x, device="cuda", target="sm_90")
+    baseline = braze.compile(model, x, device="cuda", target="sm_90", fusion=False)
+    assert b".maxntid 16, 16, 1" in configured.vmfb
+    assert b".maxntid 16, 16, 1" not in baseline.vmfb
