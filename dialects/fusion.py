@@ -78,6 +78,9 @@ def _verify_group(self) -> bool:
         loc.emit_error(f"'fusion.group' kind \"{kind}\" is not one of {', '.join(KINDS)}")
         return False
     for name, count in (("operandSegmentSizes", len(op.operands)), ("resultSegmentSizes", len(op.results))):
+        if name not in op.attributes:
+            loc.emit_error(f"'fusion.group' needs the attribute {name} (one slot per input/result)")
+            return False
         sizes = list(ir.DenseI32ArrayAttr(op.attributes[name]))
         if sizes != [1] * count + [0] * (len(sizes) - count):
             loc.emit_error(f"'fusion.group' must use its first {count} slots of {name}, got {sizes}")
@@ -147,6 +150,9 @@ def _verify_yield(self) -> bool:
     parent = op.parent
     if parent is None or parent.name != "fusion.group":
         op.location.emit_error("'fusion.yield' must be inside a 'fusion.group'")
+        return False
+    if "operandSegmentSizes" not in op.attributes:
+        op.location.emit_error("'fusion.yield' needs the attribute operandSegmentSizes (one slot per value)")
         return False
     sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     count = len(op.operands)

@@ -82,3 +82,15 @@ func.func @slot_gap(%a: tensor<4xf32>) -> tensor<4xf32> {
   }) {kind = "elementwise", label = "group0", operandSegmentSizes = array<i32: 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
+
+// -----
+
+// A group written without its slot attributes gets a diagnostic, not a crash.
+func.func @no_segments(%a: tensor<4xf32>, %m: tensor<4xi1>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fusion.group' needs the attribute operandSegmentSizes}}
+  %g = "fusion.group"(%a, %m) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xi1>):
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>, tensor<4xi1>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
