@@ -1,8 +1,7 @@
 // RUN: braze-opt --list-passes | FileCheck %s
 
 // --list-passes names braze's passes with their typed options, its pipelines with what they
-// expand to, and says upstream
-// passes are accepted too.
+// expand to, and says upstream passes are accepted too.
 // CHECK: braze passes
 // CHECK: fusion-configure-kernels - {{.+}}
 // CHECK: target=<str> (default: '') {{.+}}
