@@ -4,8 +4,8 @@ from .registry import register_pipeline
 
 DEFAULT_PIPELINE = register_pipeline(
     "fusion-default-pipeline",
-    "Group elementwise chains, report the groups, lower each group to one linalg.generic",
-    "fusion-form-groups,fusion-report,fusion-lower-to-linalg,canonicalize,cse",
+    "Fold broadcast batch matmuls, group elementwise chains, report the groups, lower each group to one linalg.generic",
+    "fusion-fold-broadcast-matmul,fusion-form-groups,fusion-report,fusion-lower-to-linalg,canonicalize,cse",
 )
 
 BASELINE_PIPELINE = register_pipeline(
