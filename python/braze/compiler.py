@@ -147,7 +147,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)
 
-    from .report import count_linalg_ops
+    from .report import count_linalg_ops, kernel_configs
 
     with imported.context:
         module_op = imported.module.operation
@@ -156,6 +156,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
         analyses = registry.run_pipeline(imported.module, pipeline_text)
         report.stage_seconds["fusion"] = time.perf_counter() - t0
         report.linalg_ops_after = count_linalg_ops(module_op)
+        report.kernel_configs = kernel_configs(module_op)
         fusion_report = analyses.get("fusion-report")
         if fusion_report is not None:
             data = json.loads(fusion_report.to_json())

@@ -27,6 +27,8 @@ class Report:
     unfused: list[dict] = field(default_factory=list)
     """Adjacent producer/consumer pairs left unfused, with the reason."""
     fusion_text: str = ""
+    kernel_configs: list[dict] = field(default_factory=list)
+    """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -55,9 +57,15 @@ class Report:
         rows.append(("linalg ops after fusion", _show(self.linalg_ops_after)))
         rows.append(("fusion groups", str(len(self.groups))))
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
+        if self.kernel_configs:
+            rows.append(("kernel configurations", str(len(self.kernel_configs))))
         width = max(len(k) for k, _ in rows)
         lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
         text = "\n".join(lines)
+        if self.kernel_configs:
+            text += "\n\nkernel configurations (fusion-configure-kernels):"
+            for k in self.kernel_configs:
+                text += f"\n  {k['op']:16s} {k['shape']:36s} {k['config']}"
         if self.fusion_text:
             text += "\n\n" + self.fusion_text.rstrip()
         return text
@@ -86,3 +94,21 @@ def count_linalg_ops(module_op) -> int:
 
     visit(module_op)
     return count
+
+
+def kernel_configs(module_op) -> list[dict]:
+    """The braze.kernel_config / braze.matmul_config attributes fusion-configure-kernels left."""
+    found = []
+
+    def visit(op) -> None:
+        for attr in ("braze.kernel_config", "braze.matmul_config"):
+            if attr in op.attributes:
+                shape = " x ".join(str(v.type) for v in list(op.operands)[:2])
+                found.append({"op": op.name, "shape": shape, "config": str(op.attributes[attr]).strip('"')})
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(module_op)
+    return found

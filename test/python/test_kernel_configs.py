@@ -92,3 +92,13 @@ def test_cuda_matmul_uses_the_measured_configuration():
     baseline = braze.compile(model, x, device="cuda", target="sm_90", fusion=False)
     assert b".maxntid 16, 16, 1" in configured.vmfb
     assert b".maxntid 16, 16, 1" not in baseline.vmfb
+
+
+def test_report_lists_kernel_configurations():
+    compiled = braze.compile(Chain(), torch.randn(256, 1024), device="cuda", target="sm_90")
+    assert compiled.report.kernel_configs == [
+        {"op": "linalg.generic", "shape": "tensor<262144xf32> x tensor<262144xf32>",
+         "config": "workgroup=1024 thread=4 threads=256"}
+    ]
+    assert "kernel configurations (fusion-configure-kernels):" in str(compiled.report)
+    assert braze.compile(Chain(), torch.randn(256, 1024)).report.kernel_configs == []

@@ -1,0 +1,65 @@
+"""Where a small braze call's time goes on CUDA (the 1024-element elementwise chain).
+
+    python bench/experiments/call_overhead.py build chain1k.braze   # here
+    python bench/experiments/call_overhead.py run chain1k.braze     # GPU host
+"""
+
+import sys
+import time
+
+
+def build(path: str) -> None:
+    import torch
+
+    import braze
+
+    class Chain(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(torch.relu(x * 2 + 1)) * x - 0.5
+
+    braze.compile(Chain(), torch.randn(1024), device="cuda", target="sm_90").save(path, overwrite=True)
+
+
+def run(path: str) -> None:
+    import iree.runtime as rt
+    import torch
+
+    import braze
+
+    x = torch.randn(1024, device="cuda")
+    module = braze.load(path, device="cuda")
+    program = module.program
+    spec_in, spec_out = program.signature.inputs[0], program.signature.outputs[0]
+
+    def per_call(label, fn, n=500):
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        print(f"{label:50s} {(time.perf_counter() - t) / n * 1e6:8.1f} us")
+
+    def invoke(view, buffer):
+        args = rt.VmVariantList(2)
+        args.push_ref(view)
+        args.push_ref(buffer)
+        res = rt.VmVariantList(1)
+        program._context.invoke(program._fn, args, res)
+
+    view = program._buffer_view(x, spec_in, "x")
+    _, buffer = program._torch_storage(spec_out, "cuda:0")
+    per_call("torch eager (6 asynchronous kernel launches)", lambda: torch.sigmoid(torch.relu(x * 2 + 1)) * x - 0.5)
+    per_call("braze call module(x)", lambda: module(x))
+    per_call("invoke only, buffers imported once", lambda: invoke(view, buffer))
+    per_call("invoke + importing the input (DLPack)", lambda: invoke(program._buffer_view(x, spec_in, "x"), buffer))
+    per_call("invoke + fresh torch output imported", lambda: invoke(view, program._torch_storage(spec_out, "cuda:0")[1]))
+    per_call("torch.cuda.current_stream().synchronize()", lambda: torch.cuda.current_stream().synchronize())
+    per_call("signature.flatten_call", lambda: module.signature.flatten_call((x,), {}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run"):
+        sys.exit(__doc__)
+    build(sys.argv[2]) if sys.argv[1] == "build" else run(sys.argv[2])
