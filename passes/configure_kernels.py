@@ -83,6 +83,13 @@ class KernelConfig:
         return cls(int(fields["workgroup"]), int(fields["thread"]), int(fields["threads"]))
 
 
+def configured_signatures(module_op: ir.Operation) -> list[str]:
+    """Kernel signatures of the 1-D kernels this pass configured in a module."""
+    from braze.irutil import all_ops
+
+    return [signature(op) for op in all_ops(module_op) if CONFIG_ATTR in op.attributes]
+
+
 def choose_config(elements: int, max_element_bytes: int, threads: int = 256, access_bytes: int = 16) -> KernelConfig | None:
     """The cost model's configuration for a memory-bound 1-D kernel (None: leave it to IREE)."""
     thread = max(1, access_bytes // max(1, max_element_bytes))

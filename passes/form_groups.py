@@ -68,7 +68,7 @@ import ctypes
 from braze._mlir import func, ir, passmanager
 from braze.dialects import fusion
 
-from .registry import ModulePass, option, register
+from .registry import ModulePass, ops_named, option, register
 
 UNFUSED_ATTR = "fusion.unfused"
 """Discardable attribute on a consumer: operand number -> why its producer is in another group."""
@@ -455,6 +455,19 @@ class _Graph:
                     out.append(t)
         return out
 
+    def detach(self, op: ir.Operation) -> None:
+        """Take `op` out of its group into a group of its own."""
+        node = self.nodes[op_id(op)]
+        self.groups[node.group] = [m for m in self.groups[node.group] if op_id(m) != op_id(op)]
+        node.group = self._next
+        self.groups[self._next] = [op]
+        self._next += 1
+
+    def dissolve(self, gid: int) -> None:
+        """Give every member of group `gid` a group of its own."""
+        for m in list(self.groups[gid])[1:]:
+            self.detach(m)
+
     def group_of(self, op) -> int:
         return self.nodes[op_id(op)].group
 
@@ -532,15 +545,7 @@ class FormGroupsPass(ModulePass):
     fuse_siblings: bool = option(True, "Merge independent groups that read the same tensor into one multi-result group")
 
     def run(self, module: ir.Operation) -> None:
-        funcs = []
-
-        def visit(op):
-            if op.name == "func.func":
-                funcs.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
-        for f in funcs:
+        for f in ops_named(module, "func.func"):
             if len(f.regions) and len(list(f.regions[0].blocks)) == 1:
                 self._run_on_block(f.regions[0].blocks[0], f)
 
@@ -602,12 +607,7 @@ class FormGroupsPass(ModulePass):
                 for m, u in outside
             ):
                 continue
-            for m in members[1:]:
-                node = g.nodes[op_id(m)]
-                node.group = g._next
-                g.groups[g._next] = [m]
-                g._next += 1
-            g.groups[gid] = members[:1]
+            g.dissolve(gid)
             for m in members:
                 for u in g.users(m):
                     if op_id(u) in ids:
@@ -626,25 +626,17 @@ class FormGroupsPass(ModulePass):
         while changed:
             changed = False
             for gid in list(g.groups):
-                members = g.groups[gid]
-                if len(members) < 2:
-                    continue
-                for m in list(members):
+                for m in list(g.groups[gid]):
+                    if len(g.groups[gid]) < 2:
+                        break
                     if not (_is_cast_or_copy(g.nodes[op_id(m)].ew) and _feeds_only_contractions(g, m)):
                         continue
-                    members.remove(m)
-                    node = g.nodes[op_id(m)]
-                    node.group = g._next
-                    g.groups[g._next] = [m]
-                    g._next += 1
+                    g.detach(m)
                     for v in m.operands:
                         p = g.producer(v)
-                        if p is not None and any(op_id(p) == op_id(o) for o in members):
+                        if p is not None and g.group_of(p) == gid:
                             self._set_reason(g, p, m, "cast/copy feeding a contraction, left for IREE to fuse into its operand")
                     changed = True
-                if len(members) == 1:
-                    only = members[0]
-                    g.nodes[op_id(only)].group = gid
 
     def _dissolve_reduction_neighbours(self, g: _Graph) -> None:
         """Ungroup groups that read a reduction's or contraction's result or feed one.
@@ -666,13 +658,8 @@ class FormGroupsPass(ModulePass):
                         if g.producer(v) is not None and op_id(g.producer(v)) not in ids)
             if not (feeds or reads):
                 continue
-            for m in members[1:]:
-                node = g.nodes[op_id(m)]
-                node.group = g._next
-                g.groups[g._next] = [m]
-                g._next += 1
-            g.groups[gid] = members[:1]
-            reason = ("next to a reduction or contraction, left for IREE to fuse into its dispatch")
+            g.dissolve(gid)
+            reason = "next to a reduction or contraction, left for IREE to fuse into its dispatch"
             for m in members:
                 for u in g.users(m):
                     if op_id(u) in ids:

@@ -121,6 +121,19 @@ def register_pipeline(name: str, summary: str, text: str) -> Pipeline:
     return PIPELINES[name]
 
 
+def ops_named(module: ir.Operation, name: str) -> list[ir.Operation]:
+    """Every op called `name` nested in `module`, in walk order (collected before any rewrite)."""
+    found = []
+
+    def visit(op):
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Analyses: passes such as fusion-report record results the caller can read.
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from braze._mlir import ir
 
 from .form_groups import UNFUSED_ATTR, op_id, tensor_bytes
-from .registry import ModulePass, record_analysis, register
+from .registry import ModulePass, ops_named, record_analysis, register
 
 
 @dataclass
@@ -135,15 +135,7 @@ class ReportPass(ModulePass):
 
 def build_report(module: ir.Operation) -> FusionReport:
     report = FusionReport()
-    funcs = []
-
-    def visit(op):
-        if op.name == "func.func":
-            funcs.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit)
-    for f in funcs:
+    for f in ops_named(module, "func.func"):
         fname = ir.StringAttr(f.attributes["sym_name"]).value
         found = []
 

@@ -33,23 +33,12 @@ CANDIDATES = [
 def _kernel_signatures(model, args, target: str) -> list[str]:
     from braze import frontend
     from braze.passes import registry
-    from braze.passes.configure_kernels import CONFIG_ATTR, signature
+    from braze.passes.configure_kernels import configured_signatures
 
     imported = frontend.import_model(model, tuple(args))
-    found = []
     with imported.context:
         registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
-
-        def visit(op):
-            if CONFIG_ATTR in op.attributes:
-                found.append(signature(op))
-            for region in op.regions:
-                for block in region.blocks:
-                    for inner in block.operations:
-                        visit(inner.operation)
-
-        visit(imported.module.operation)
-    return found
+        return configured_signatures(imported.module.operation)
 
 
 def build(directory: Path, target: str, workloads: list[str]) -> int:

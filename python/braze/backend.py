@@ -14,6 +14,7 @@ which compiles to `.target sm_90` PTX (ptx 8.0).
 from __future__ import annotations
 
 from ._iree_compiler import CompiledVmfb, compile_module, iree_ir
+from .irutil import all_ops
 from .targets import Target
 
 # IREE 3.13's own sm_80 target description; Hopper differs in arch, PTX version and the
@@ -136,19 +137,13 @@ def _apply_kernel_configs(apply: bool):
 
     def hook(module) -> None:
         with module.context:
-            def visit(op) -> None:
+            for op in all_ops(module.operation):
                 for attr, build in ((CONFIG_ATTR, _compilation_info), (MATMUL_ATTR, _matmul_compilation_info)):
                     if attr in op.attributes:
                         text = iree_ir.StringAttr(op.attributes[attr]).value
                         del op.attributes[attr]
                         if apply:
                             op.attributes["compilation_info"] = iree_ir.Attribute.parse(build(text))
-                for region in op.regions:
-                    for block in region.blocks:
-                        for inner in block.operations:
-                            visit(inner.operation)
-
-            visit(module.operation)
 
     return hook
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .irutil import all_ops
+
 STAGES = ("export", "import", "fusion", "iree_compile")
 
 
@@ -80,35 +82,16 @@ def _show(value) -> str:
 
 def count_linalg_ops(module_op) -> int:
     """linalg ops in a module (structured ops only: linalg.yield and linalg.index excluded)."""
-    count = 0
-
-    def visit(op) -> None:
-        nonlocal count
-        name = op.name
-        if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
-            count += 1
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-
-    visit(module_op)
-    return count
+    return sum(1 for op in all_ops(module_op)
+               if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"))
 
 
 def kernel_configs(module_op) -> list[dict]:
     """The braze.kernel_config / braze.matmul_config attributes fusion-configure-kernels left."""
     found = []
-
-    def visit(op) -> None:
+    for op in all_ops(module_op):
         for attr in ("braze.kernel_config", "braze.matmul_config"):
             if attr in op.attributes:
                 shape = " x ".join(str(v.type) for v in list(op.operands)[:2])
                 found.append({"op": op.name, "shape": shape, "config": str(op.attributes[attr]).strip('"')})
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-
-    visit(module_op)
     return found

@@ -48,22 +48,12 @@ def test_tuning_cache_overrides_the_cost_model(tmp_path, monkeypatch):
     x = torch.randn(256, 1024)
     from braze import frontend
     from braze.passes import registry
-    from braze.passes.configure_kernels import CONFIG_ATTR, signature
+    from braze.passes.configure_kernels import configured_signatures
 
     imported = frontend.import_model(Chain(), (x,))
     with imported.context:
         registry.run_pipeline(imported.module, "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
-        sig = []
-
-        def visit(op):
-            if CONFIG_ATTR in op.attributes:
-                sig.append(signature(op))
-            for region in op.regions:
-                for block in region.blocks:
-                    for inner in block.operations:
-                        visit(inner.operation)
-
-        visit(imported.module.operation)
+        sig = configured_signatures(imported.module.operation)
     assert len(sig) == 1 and sig[0].startswith("elementwise_262144_f32")
     tuning.record(sig[0], "sm_90", "workgroup=512 thread=4 threads=128")
     assert tuning.lookup(sig[0], "sm_90") == KernelConfig(512, 4, 128)
