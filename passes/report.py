@@ -17,6 +17,8 @@ bindings offer no way to emit a remark, so there is no `remarks` option.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from braze._mlir import ir
@@ -86,13 +88,45 @@ class FusionReport:
                 )
         return "\n".join(lines)
 
+    def summary_text(self) -> str:
+        """Groups in full; unfused pairs counted by reason (the pairs are in `unfused`)."""
+        lines = self.to_text().split("\nnot fused:")[0].splitlines()
+        if self.unfused:
+            counts: dict[str, int] = {}
+            for u in self.unfused:
+                counts[u.reason] = counts.get(u.reason, 0) + 1
+            lines.append(f"not fused: {len(self.unfused)} adjacent pairs (report.unfused lists each), by reason:")
+            for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {n:4d}  {reason}")
+        return "\n".join(lines)
+
     def __str__(self) -> str:
         return self.to_text()
 
 
+_FRAME = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
+
+
+def _short_path(path: str) -> str:
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd):] if path.startswith(cwd) else path
+
+
 def _loc(op: ir.Operation) -> str:
+    """A readable source location: 'file:line', a call site as 'caller:line > callee:line'."""
     text = str(op.location)
-    return text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    parts = []
+    for piece in text.split(", "):
+        frames = [f"{_short_path(p)}:{line}" for p, line in _FRAME.findall(piece)]
+        if frames:
+            entry = " > ".join(reversed(frames))
+            if entry not in parts:
+                parts.append(entry)
+    return ", ".join(parts) if parts else text
 
 
 def _describe(op: ir.Operation) -> str:

@@ -162,7 +162,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             data = json.loads(fusion_report.to_json())
             report.groups = data.get("groups", [])
             report.unfused = data.get("unfused", [])
-            report.fusion_text = fusion_report.to_text()
+            report.fusion_text = fusion_report.summary_text()
         buffer = io.BytesIO()
         module_op.write_bytecode(buffer)
 
