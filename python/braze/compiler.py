@@ -38,6 +38,7 @@ class CompiledModule:
         self.versions = versions or {}
         self._source = source
         self._program = None
+        self._names = None
 
     @property
     def program(self):
@@ -51,9 +52,11 @@ class CompiledModule:
     def __call__(self, *args, **kwargs) -> Any:
         flat = self.signature.flatten_call(args, kwargs)
         values = [v for v, _ in flat]
-        from .signature import describe_path
+        if self._names is None:  # argument names depend only on the signature's structure
+            from .signature import describe_path
 
-        names = [describe_path(p) for _, p in flat]
+            self._names = [describe_path(p) for _, p in flat]
+        names = self._names
         if _wants_torch(values):
             outputs = self.program.call_torch(values, names)
         else:

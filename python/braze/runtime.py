@@ -112,13 +112,14 @@ class Program:
             )
         if kind not in ("cpu", "cuda"):
             raise InputError(f"{name} is on {value.device}; braze takes CPU or CUDA tensors")
-        _check(name, spec, list(value.shape), str(value.dtype).replace("torch.", ""))
+        if value.dtype is not _torch_dtype(spec.dtype) or tuple(value.shape) != tuple(spec.shape):
+            _check(name, spec, list(value.shape), str(value.dtype).replace("torch.", ""))
         same_device = (kind == "cpu" and self.target.driver == "local-task") or (
             kind == "cuda" and self.target.driver == "cuda"
         )
         if not same_device or spec.dtype == "bool":
             return None  # the copy path moves it (CPU tensors to a GPU module) or converts it
-        t = value.detach()
+        t = value.detach() if value.requires_grad else value
         if not t.is_contiguous() or t.storage_offset() != 0:
             t = t.clone(memory_format=torch.contiguous_format)
         try:
@@ -222,7 +223,7 @@ class Program:
 
         if spec.dtype == "bool" or 0 in spec.shape:
             return None, None
-        tensor = torch.empty(spec.shape, dtype=getattr(torch, spec.dtype), device=device)
+        tensor = torch.empty(spec.shape, dtype=_torch_dtype(spec.dtype), device=device)
         try:
             view = self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(tensor))
         except Exception:
@@ -242,6 +243,19 @@ class Program:
             return _read(bv, spec)
         array = rt.DeviceArray(self.device, bv, implicit_host_transfer=True).to_host()
         return np.array(array.view(_NUMPY[spec.dtype]).reshape(list(bv.shape)), copy=True)
+
+
+_TORCH_DTYPES: dict = {}
+
+
+def _torch_dtype(name: str):
+    """torch's dtype object for a signature dtype name (cached: a hot path)."""
+    dtype = _TORCH_DTYPES.get(name)
+    if dtype is None:
+        import torch
+
+        dtype = _TORCH_DTYPES[name] = getattr(torch, name)
+    return dtype
 
 
 def _is_cuda_tensor(value) -> bool:
