@@ -209,3 +209,28 @@ def test_output_storage_abi(output_storage, tmp_path):
     for module in (compiled, loaded):
         torch.testing.assert_close(module(x2), expected)
         np.testing.assert_allclose(module(x2.numpy()), expected.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def _in_fresh_process(code: str, env_value: str):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BRAZE_IREE_RUNTIME_FLAGS=env_value)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+RUNTIME_FLAG_SCRIPT = """
+import numpy as np, torch, braze
+m = braze.compile(torch.nn.ReLU(), torch.randn(4))
+try:
+    print(m(np.array([-1.0, 2.0, -3.0, 4.0], dtype=np.float32)))
+except braze.BrazeError as e:
+    print("BrazeError:", e)
+"""
+
+
+def test_runtime_flags_from_environment():
+    ok = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--task_topology_group_count=1")
+    assert "[0. 2. 0. 4.]" in ok.stdout, ok.stderr
+    bad = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--no_such_flag=1")
+    assert "BrazeError: BRAZE_IREE_RUNTIME_FLAGS='--no_such_flag=1' is not accepted" in bad.stdout, bad.stderr
