@@ -436,8 +436,6 @@ def _default_budget(device: str, quick: bool) -> tuple[float, int]:
 
 
 def bench_here(args) -> int:
-    import torch
-
     from braze.tools.bench_workloads import select
 
     device = args.device

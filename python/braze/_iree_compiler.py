@@ -16,7 +16,6 @@ from .errors import CompileError, DependencyError
 try:
     from iree.compiler import ir as iree_ir
     from iree.compiler.api import Output, Session, Source
-    from iree.compiler.version import VERSION as COMPILER_VERSION
 except ImportError as e:  # pragma: no cover - only without iree-base-compiler
     raise DependencyError(
         f"compiling needs iree-base-compiler ({e}): `pip install iree-base-compiler==3.13.0`. "

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from . import artifact
-from .errors import BrazeError, CompileError, DeviceError, InputError
+from .errors import DeviceError
 from .report import Report
 from .signature import Signature
 from .targets import Target, resolve

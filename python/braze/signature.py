@@ -178,7 +178,6 @@ def signature_from_export(exported, args: tuple, kwargs: dict) -> Signature:
     from torch.utils import _pytree as pytree
 
     in_tree = _tree_from_spec(exported.call_spec.in_spec)
-    flat, _ = pytree.tree_flatten((tuple(args), dict(kwargs)))
     leaves: list = []
     paths: list[str] = []
     _flatten(in_tree, (tuple(args), dict(kwargs)), "", leaves, paths)

@@ -2,7 +2,6 @@
 
 import sys
 
-import braze.passes
 from braze.passes import PASSES
 
 
