@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,10 @@ def export(model, args: tuple, kwargs: dict):
             "Wrap a function in a Module whose forward calls it."
         )
     try:
-        return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+        with warnings.catch_warnings():
+            # torch's own pytree deprecation, raised inside torch.export; nothing the user can act on
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
     except Exception as e:  # torch.export raises many types; all mean "cannot capture"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExportError(

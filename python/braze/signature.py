@@ -151,7 +151,7 @@ def _tree_from_spec(spec) -> dict:
     import collections
 
     typ = spec.type
-    children = [_tree_from_spec(c) for c in spec.children_specs]
+    children = [_tree_from_spec(c) for c in (spec.children() if hasattr(spec, "children") else spec.children_specs)]
     if typ is type(None):
         return {"t": "none"}
     if typ is tuple or (isinstance(typ, type) and issubclass(typ, tuple)):
