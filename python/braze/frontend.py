@@ -8,6 +8,7 @@ aten op, the FX node and the user's source line.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import warnings
@@ -52,6 +53,14 @@ def _model_name(model) -> str:
     return type(model).__name__
 
 
+@contextlib.contextmanager
+def _quiet_torch():
+    """Hide torch's own pytree deprecation warnings raised inside torch.export (nothing a user can act on)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
 def export(model, args: tuple, kwargs: dict):
     """torch.export the model; a failure becomes an ExportError naming the model."""
     if not isinstance(model, torch.nn.Module):
@@ -60,9 +69,7 @@ def export(model, args: tuple, kwargs: dict):
             "Wrap a function in a Module whose forward calls it."
         )
     try:
-        with warnings.catch_warnings():
-            # torch's own pytree deprecation, raised inside torch.export; nothing the user can act on
-            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        with _quiet_torch():
             return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
     except Exception as e:  # torch.export raises many types; all mean "cannot capture"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -82,7 +89,8 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None) -> Importe
     exported = export(model, args, kwargs)
     FxImporter, torch_dialect, table = fx_importer()
     if table:
-        exported = exported.run_decompositions(table)
+        with _quiet_torch():
+            exported = exported.run_decompositions(table)
     signature = signature_from_export(exported, args, kwargs)
     times["export"] = time.perf_counter() - t0
 
