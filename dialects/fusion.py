@@ -70,6 +70,23 @@ for _i in range(MAX_RESULTS):
 _slots["__annotations__"]["body"] = Region
 
 
+def _slot_sizes(used: int, slots: int) -> ir.DenseI32ArrayAttr:
+    """Segment sizes that use the first `used` of `slots` optional operand (or result) slots."""
+    return ir.DenseI32ArrayAttr.get([1] * used + [0] * (slots - used))
+
+
+def _slots_ok(op: ir.Operation, what: str, name: str, count: int, per: str) -> bool:
+    """Whether `op`'s segment attribute `name` uses exactly its first `count` slots."""
+    if name not in op.attributes:
+        op.location.emit_error(f"{what} needs the attribute {name} (one slot per {per})")
+        return False
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes[name]))
+    if sizes != list(_slot_sizes(count, len(sizes))):
+        op.location.emit_error(f"{what} must use its first {count} slots of {name}, got {sizes}")
+        return False
+    return True
+
+
 def _verify_group(self) -> bool:
     op = self.operation
     loc = op.location
@@ -78,12 +95,7 @@ def _verify_group(self) -> bool:
         loc.emit_error(f"'fusion.group' kind \"{kind}\" is not one of {', '.join(KINDS)}")
         return False
     for name, count in (("operandSegmentSizes", len(op.operands)), ("resultSegmentSizes", len(op.results))):
-        if name not in op.attributes:
-            loc.emit_error(f"'fusion.group' needs the attribute {name} (one slot per input/result)")
-            return False
-        sizes = list(ir.DenseI32ArrayAttr(op.attributes[name]))
-        if sizes != [1] * count + [0] * (len(sizes) - count):
-            loc.emit_error(f"'fusion.group' must use its first {count} slots of {name}, got {sizes}")
+        if not _slots_ok(op, "'fusion.group'", name, count, "input/result"):
             return False
     region = op.regions[0]
     blocks = list(region.blocks)
@@ -137,8 +149,8 @@ def GroupOp(inputs, kind, label, *, outputs, loc=None, ip=None) -> ir.OpView:
     attrs = {
         "kind": kind if isinstance(kind, ir.Attribute) else ir.StringAttr.get(kind),
         "label": label if isinstance(label, ir.Attribute) else ir.StringAttr.get(label),
-        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1] * len(inputs) + [0] * (MAX_INPUTS - len(inputs))),
-        "resultSegmentSizes": ir.DenseI32ArrayAttr.get([1] * len(outputs) + [0] * (MAX_RESULTS - len(outputs))),
+        "operandSegmentSizes": _slot_sizes(len(inputs), MAX_INPUTS),
+        "resultSegmentSizes": _slot_sizes(len(outputs), MAX_RESULTS),
     }
     return ir.Operation.create(
         "fusion.group", results=outputs, operands=inputs, attributes=attrs, regions=1, loc=loc, ip=ip
@@ -151,15 +163,7 @@ def _verify_yield(self) -> bool:
     if parent is None or parent.name != "fusion.group":
         op.location.emit_error("'fusion.yield' must be inside a 'fusion.group'")
         return False
-    if "operandSegmentSizes" not in op.attributes:
-        op.location.emit_error("'fusion.yield' needs the attribute operandSegmentSizes (one slot per value)")
-        return False
-    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    count = len(op.operands)
-    if sizes != [1] * count + [0] * (len(sizes) - count):
-        op.location.emit_error(f"'fusion.yield' must use its first {count} slots, got {sizes}")
-        return False
-    return True
+    return _slots_ok(op, "'fusion.yield'", "operandSegmentSizes", len(op.operands), "value")
 
 
 _yield_slots: dict = {"__annotations__": {}}
@@ -176,9 +180,9 @@ def YieldOp(values, *, loc=None, ip=None) -> ir.OpView:
     values = list(values)
     if len(values) > MAX_RESULTS:
         raise ValueError(f"a fusion.yield holds at most {MAX_RESULTS} values, got {len(values)}")
-    sizes = ir.DenseI32ArrayAttr.get([1] * len(values) + [0] * (MAX_RESULTS - len(values)))
     return ir.Operation.create(
-        "fusion.yield", operands=values, attributes={"operandSegmentSizes": sizes}, loc=loc, ip=ip
+        "fusion.yield", operands=values, attributes={"operandSegmentSizes": _slot_sizes(len(values), MAX_RESULTS)},
+        loc=loc, ip=ip
     ).opview
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
 
-from .form_groups import byte_width
+from .form_groups import byte_width, remap_operands
 from .registry import ModulePass, option, register
 
 CONFIG_ATTR = "braze.kernel_config"
@@ -258,14 +258,10 @@ def _collapse(op: ir.Operation) -> ir.Operation:
         old_block = op.regions[0].blocks[0]
         block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
         remap = dict(zip(old_block.arguments, block.arguments))
-        with ir.InsertionPoint(block):
-            for inner in old_block.operations:
-                clone = inner.operation.clone(ip=ir.InsertionPoint(block))
-                for i, v in enumerate(clone.operands):
-                    if v in remap:
-                        clone.operands[i] = remap[v]
-                for a, b in zip(inner.operation.results, clone.results):
-                    remap[a] = b
+        for inner in old_block.operations:
+            clone = inner.operation.clone(ip=ir.InsertionPoint(block))
+            remap_operands(clone, remap)
+            remap.update(zip(inner.operation.results, clone.results))
         for old, res in zip(op.results, new.results):
             t = ir.RankedTensorType(old.type)
             expanded = tensor.ExpandShapeOp(t, res, reassociation, [], list(t.shape)).result

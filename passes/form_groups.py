@@ -177,7 +177,7 @@ def generalize(op: ir.Operation) -> Generalized | None:
     remap = dict(zip(values, block.arguments))
     with ir.InsertionPoint(block), op.location:
         clone = op.clone(ip=ir.InsertionPoint(block))
-        _remap_operands(clone, remap)
+        remap_operands(clone, remap)
         func.ReturnOp(list(clone.results))
     try:
         passmanager.PassManager.parse(
@@ -191,7 +191,7 @@ def generalize(op: ir.Operation) -> Generalized | None:
     return Generalized(ops[0].operation, module, dict(zip(block.arguments, values)))
 
 
-def _remap_operands(op: ir.Operation, remap: dict) -> None:
+def remap_operands(op: ir.Operation, remap: dict) -> None:
     """Replace operands of `op` and of every op nested in it through `remap`."""
 
     def visit(o):
@@ -903,7 +903,7 @@ def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -
             yield_op = fusion.YieldOp(yielded).operation
     for m in members:
         m.move_before(yield_op)
-        _remap_operands(m, remap)
+        remap_operands(m, remap)
     for i, v in enumerate(yielded):
         for u in list(v.uses):
             owner = u.owner.operation

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
 
-from .form_groups import UNFUSED_ATTR, affine_map, classify, compose, generalize, op_id
+from .form_groups import UNFUSED_ATTR, affine_map, classify, compose, generalize, op_id, remap_operands
 from .form_groups import solve_iteration_space
 from .registry import ModulePass, PassFailure, register
 
@@ -72,15 +72,7 @@ def _generalize_members(group: ir.Operation, block: ir.Block) -> None:
         if gen is None:
             raise _fail(group, f"'{op.name}' does not generalize to linalg.generic")
         clone = gen.generic.clone(ip=ir.InsertionPoint(op))
-        back = {k: v for k, v in gen.outer.items()}
-
-        def visit(o):
-            for i, v in enumerate(o.operands):
-                if v in back:
-                    o.operands[i] = back[v]
-            return ir.WalkResult.ADVANCE
-
-        clone.walk(visit)
+        remap_operands(clone, gen.outer)
         for old, new in zip(op.results, clone.results):
             old.replace_all_uses_with(new)
         op.erase()

@@ -70,7 +70,7 @@ class FusionReport:
             indent=2,
         )
 
-    def to_text(self) -> str:
+    def _group_lines(self) -> list[str]:
         lines = [f"{len(self.groups)} fusion group(s), ~{self.bytes_saved} bytes of intermediates kept out of memory"]
         for g in self.groups:
             lines.append(
@@ -79,6 +79,10 @@ class FusionReport:
             )
             for m in g.members:
                 lines.append(f"      {m.op:<24} {m.location}")
+        return lines
+
+    def to_text(self) -> str:
+        lines = self._group_lines()
         if self.unfused:
             lines.append("not fused:")
             for u in self.unfused:
@@ -90,7 +94,7 @@ class FusionReport:
 
     def summary_text(self) -> str:
         """Groups in full; unfused pairs counted by reason (the pairs are in `unfused`)."""
-        lines = self.to_text().split("\nnot fused:")[0].splitlines()
+        lines = self._group_lines()
         if self.unfused:
             counts: dict[str, int] = {}
             for u in self.unfused:

@@ -15,7 +15,7 @@ from .errors import CompileError, DependencyError
 
 try:
     from iree.compiler import ir as iree_ir
-    from iree.compiler.api import Output, Session, Source
+    from iree.compiler.api import Output, Session
 except ImportError as e:  # pragma: no cover - only without iree-base-compiler
     raise DependencyError(
         f"compiling needs iree-base-compiler ({e}): `pip install iree-base-compiler==3.13.0`. "
@@ -30,10 +30,10 @@ class CompiledVmfb:
     executable_count: int | None
 
 
-def compile_module(source: bytes, flags: list[str], *, module_text_hook=None) -> CompiledVmfb:
+def compile_module(source: bytes, flags: list[str], *, module_hook=None) -> CompiledVmfb:
     """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
 
-    `module_text_hook(ir.Module)` may edit the parsed module in IREE's context before
+    `module_hook(ir.Module)` may edit the parsed module in IREE's context before
     compilation (used to attach explicit device targets).
     """
     with tempfile.TemporaryDirectory(prefix="braze-iree-") as tmp:
@@ -49,17 +49,14 @@ def compile_module(source: bytes, flags: list[str], *, module_text_hook=None) ->
             raise CompileError(f"IREE rejected the compiler flags {flags}: {e}") from None
         diagnostics: list[str] = []
         inv = session.invocation()
-        if module_text_hook is None:
-            src = Source.wrap_buffer(session, source)
-            ok = inv.parse_source(src)
-        else:
-            with session.context:
+        with session.context:
+            try:
                 module = iree_ir.Module.parse(source)
-                module_text_hook(module)
-                inv.import_module(module.operation)  # returns nothing; failures raise
-                ok = True
-        if not ok:
-            raise CompileError("IREE could not parse the module braze produced; this is a braze bug")
+            except iree_ir.MLIRError as e:
+                raise CompileError(f"IREE could not parse the module braze produced (a braze bug): {e}") from None
+            if module_hook is not None:
+                module_hook(module)
+            inv.import_module(module.operation)  # returns nothing; failures raise
         with session.context as ctx:
             handle = ctx.attach_diagnostic_handler(
                 lambda d: diagnostics.append(f"{d.location}: {d.message}") or True

@@ -174,4 +174,4 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
         for h in hooks:
             h(module)
 
-    return compile_module(source, flags, module_text_hook=hook)
+    return compile_module(source, flags, module_hook=hook)

@@ -213,7 +213,8 @@ class Program:
         cuda) or IREE's result buffers handed to torch by DLPack (cpu)."""
         import torch
 
-        device = {"local-task": "cpu", "cuda": f"cuda:{_cuda_index(values)}"}.get(self.target.driver)
+        index = _cuda_index(values) if self.target.driver == "cuda" else 0
+        device = {"local-task": "cpu", "cuda": f"cuda:{index}"}.get(self.target.driver)
         tensors, storage = [None] * len(self.signature.outputs), None
         if self.output_storage:
             storage = []
@@ -225,7 +226,7 @@ class Program:
         outputs = []
         for tensor, bv, spec in zip(tensors, views, self.signature.outputs):
             if tensor is None and device is not None and spec.dtype != "bool" and bv.byte_length > 0:
-                code, index = (2, _cuda_index(values)) if self.target.driver == "cuda" else (1, 0)
+                code = 2 if self.target.driver == "cuda" else 1  # DLPack kDLCUDA / kDLCPU
                 try:
                     tensor = torch.from_dlpack(self.device.create_dlpack_capsule(bv, code, index))
                 except Exception:  # e.g. CUDA pool buffers cannot be exported
