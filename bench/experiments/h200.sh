@@ -14,6 +14,8 @@ if [ "$mode" = build ]; then
   PATH="$(dirname "$(command -v python)"):$PATH" python "$here/bench/repro/vulkan_mha.py" build "$work/mha"
   python "$here/bench/experiments/gemm_configs.py" build "$work/gemm"
   python "$here/bench/experiments/call_overhead.py" build "$work/chain1k.braze"
+  python "$here/bench/experiments/kernel_times.py" build "$work/kernels"
+  python "$here/bench/experiments/runtime_flags.py" build "$work/flags"
   mkdir -p "$out"
   tar cf - -C "$work" . | xz -T2 --lzma2=preset=6,dict=192MiB > "$out/h200.tar.xz"
   rm -rf "$work"
@@ -27,6 +29,10 @@ elif [ "$mode" = run ]; then
   python "$here/bench/repro/vulkan_mha.py" run "$work/mha" | tee "$out/vulkan-mha.txt" || true
   python "$here/bench/experiments/gemm_configs.py" run "$work/gemm" | tee "$out/gemm.txt"
   python "$here/bench/experiments/call_overhead.py" run "$work/chain1k.braze" | tee "$out/call-overhead.txt"
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    python "$here/bench/experiments/kernel_times.py" run "$work/kernels" > "$out/kernels.csv"
+  python "$here/bench/experiments/kernel_times.py" table "$out/kernels.csv" | tee "$out/kernels.txt"
+  python "$here/bench/experiments/runtime_flags.py" run "$work/flags" | tee "$out/runtime-flags.txt"
   echo "merge here: braze bench merge $out/group-*.json -o bench/results/cuda-DATE.json"
 else
   echo "usage: $0 build|run OUT" >&2; exit 2

@@ -1,0 +1,67 @@
+"""Kernel times behind bench/NOTES.md, read with ncu on the GPU host.
+
+    python bench/experiments/kernel_times.py build DIR    # here (compiler installed)
+    ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
+        python bench/experiments/kernel_times.py run DIR > kernels.csv     # GPU host
+    python bench/experiments/kernel_times.py table kernels.csv
+
+Runs, three calls each: the 16M-element float32 chain as sm_80 PTX and as sm_90 PTX (IREE's
+default configuration), the same chain with braze's kernel configuration, and
+TransformerEncoderLayer(768, 12, 3072) at 8x128 through braze, then the same layer in torch eager.
+"""
+
+import csv
+import os
+import sys
+
+
+def build(out: str) -> None:
+    import braze
+    from braze.tools.bench_workloads import WORKLOADS
+
+    os.makedirs(out, exist_ok=True)
+    chain, (x,) = WORKLOADS["elementwise_chain"].build("cuda")
+    for arch in ("sm_80", "sm_90"):
+        braze.compile(chain, x, device="cuda", target=arch, fusion=False).save(
+            os.path.join(out, f"chain-default-{arch}.braze"), overwrite=True)
+    braze.compile(chain, x, device="cuda", target="sm_90").save(
+        os.path.join(out, "chain-braze-sm_90.braze"), overwrite=True)
+    model, args = WORKLOADS["transformer_encoder"].build("cuda")
+    braze.compile(model, *args, device="cuda", target="sm_90").save(
+        os.path.join(out, "transformer-braze.braze"), overwrite=True)
+
+
+def run(out: str) -> None:
+    import torch
+
+    import braze
+    from braze.tools.bench_workloads import WORKLOADS
+
+    x = torch.randn(4096, 4096, device="cuda")
+    for name in ("chain-default-sm_80", "chain-default-sm_90", "chain-braze-sm_90"):
+        module = braze.load(os.path.join(out, f"{name}.braze"), device="cuda")
+        for _ in range(3):
+            module(x)
+    model, args = WORKLOADS["transformer_encoder"].build("cuda")
+    model, args = model.cuda(), [a.cuda() for a in args]
+    module = braze.load(os.path.join(out, "transformer-braze.braze"), device="cuda")
+    for _ in range(3):
+        module(*args)
+    with torch.no_grad():
+        for _ in range(3):
+            model(*args)
+    torch.cuda.synchronize()
+
+
+def table(path: str) -> None:
+    rows = [r for r in csv.reader(open(path)) if len(r) > 10]
+    header, rows = rows[0], rows[1:]
+    name, value = header.index("Kernel Name"), header.index("Metric Value")
+    for r in rows:
+        print(f"{float(r[value].replace(',', '')) / 1000:9.1f} us  {r[name][:90]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run", "table"):
+        sys.exit(__doc__)
+    {"build": build, "run": run, "table": table}[sys.argv[1]](sys.argv[2])
