@@ -7,7 +7,7 @@
 
 Runs, three calls each: the 16M-element float32 chain as sm_80 PTX and as sm_90 PTX (IREE's
 default configuration), the same chain with braze's kernel configuration, and
-TransformerEncoderLayer(768, 12, 3072) at 8x128 through braze, then the same layer in torch eager.
+TransformerEncoderLayer(768, 12, 3072) at 8x128 without and with braze's passes, then in torch eager.
 """
 
 import csv
@@ -27,8 +27,9 @@ def build(out: str) -> None:
     braze.compile(chain, x, device="cuda", target="sm_90").save(
         os.path.join(out, "chain-braze-sm_90.braze"), overwrite=True)
     model, args = WORKLOADS["transformer_encoder"].build("cuda")
-    braze.compile(model, *args, device="cuda", target="sm_90").save(
-        os.path.join(out, "transformer-braze.braze"), overwrite=True)
+    for name, fusion in (("transformer-iree", False), ("transformer-braze", True)):
+        braze.compile(model, *args, device="cuda", target="sm_90", fusion=fusion).save(
+            os.path.join(out, f"{name}.braze"), overwrite=True)
 
 
 def run(out: str) -> None:
@@ -44,9 +45,10 @@ def run(out: str) -> None:
             module(x)
     model, args = WORKLOADS["transformer_encoder"].build("cuda")
     model, args = model.cuda(), [a.cuda() for a in args]
-    module = braze.load(os.path.join(out, "transformer-braze.braze"), device="cuda")
-    for _ in range(3):
-        module(*args)
+    for name in ("transformer-iree", "transformer-braze"):
+        module = braze.load(os.path.join(out, f"{name}.braze"), device="cuda")
+        for _ in range(3):
+            module(*args)
     with torch.no_grad():
         for _ in range(3):
             model(*args)
