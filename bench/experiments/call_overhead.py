@@ -41,10 +41,12 @@ def run(path: str) -> None:
         torch.cuda.synchronize()
         print(f"{label:50s} {(time.perf_counter() - t) / n * 1e6:8.1f} us")
 
+    transients = [program._take_transients([])] if program.transient_storage else []
+
     def invoke(view, buffer):
-        args = rt.VmVariantList(2)
-        args.push_ref(view)
-        args.push_ref(buffer)
+        args = rt.VmVariantList(3)
+        for ref in [view, buffer] + transients:
+            args.push_ref(ref)
         res = rt.VmVariantList(1)
         program._context.invoke(program._fn, args, res)
 

@@ -56,40 +56,67 @@ def _attach_device(attr_text: str):
     return hook
 
 
-def _add_output_storage(module) -> None:
-    """Give `main` one `!hal.buffer {iree.abi.output = i}` argument per result.
+def _wrap_main(output_storage: bool, transient_storage: bool):
+    """Rename `main` to `main$impl` and give the new `main` braze's buffer arguments.
 
-    The caller then owns where results land (a torch tensor imported by DLPack): IREE's own
-    result buffers come from a pool that the CUDA driver cannot export to torch.
+    output_storage: one `!hal.buffer` per result, which the result is aliased into: the caller
+    owns where results land (a torch tensor imported by DLPack; IREE's own result buffers come
+    from a pool that the CUDA driver cannot export to torch).
+    transient_storage: one `!hal.buffer {iree.abi.transients}` that holds every intermediate,
+    so a call allocates nothing (IREE's per-call allocations otherwise come from a CUDA pool
+    that hands its memory back at every synchronization and maps it again on the next call).
 
-        func.func @main(%x: tensor<..>) -> tensor<..>    ->    func.func private @main$impl(...)
-                                                               func.func @main(%x, %out0: !hal.buffer
-                                                                 {iree.abi.output = 0 : index}) { call @main$impl }
+        func.func @main(%x) -> tensor<..>   ->   func.func @main(%x, %out0: !hal.buffer,
+                                                     %transients: !hal.buffer {iree.abi.transients}) {
+                                                   %r = call @main$impl(%x)
+                                                   %a = hal.tensor.alias %r : tensor<..> to %out0 : !hal.buffer
+                                                   %t = hal.tensor.transients %a : tensor<..> from %transients : !hal.buffer
+                                                   return %t }
+
+    The alias comes before the transients op: the other order leaves the result in a
+    transient buffer and copies it out.
     """
-    with module.context, iree_ir.Location.unknown():
-        main = next(op for op in module.body.operations
-                    if op.operation.name == "func.func" and iree_ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        ftype = iree_ir.FunctionType(iree_ir.TypeAttr(main.attributes["function_type"]).value)
-        ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
-        main.attributes["sym_name"] = iree_ir.StringAttr.get("main$impl")
-        main.attributes["sym_visibility"] = iree_ir.StringAttr.get("private")
-        args = [f"%in{i}: {t}" for i, t in enumerate(ins)]
-        args += [f"%out{i}: !hal.buffer {{iree.abi.output = {i} : index}}" for i in range(len(outs))]
-        results = ", ".join(outs)
-        call = f"func.call @main$impl({', '.join(f'%in{i}' for i in range(len(ins)))}) : ({', '.join(ins)}) -> ({results})"
-        if outs:
-            body = f"%r:{len(outs)} = {call}\n  return {', '.join(f'%r#{i}' for i in range(len(outs)))} : {results}"
-        else:
-            body = f"{call}\n  return"
-        text = (
-            f"func.func private @main$impl({', '.join(ins)}) -> ({results})\n"
-            f"func.func @main({', '.join(args)}) -> ({results}) {{\n  {body}\n}}"
-        )
-        scratch = iree_ir.Module.parse(text)  # must outlive the move: it owns the wrapper's body
-        wrapper = scratch.body.operations[1]
-        wrapper.detach_from_parent()
-        iree_ir.InsertionPoint(module.body).insert(wrapper)
-        del scratch
+
+    def hook(module) -> None:
+        if not (output_storage or transient_storage):
+            return
+        with module.context, iree_ir.Location.unknown():
+            main = next(op for op in module.body.operations
+                        if op.operation.name == "func.func"
+                        and iree_ir.StringAttr(op.attributes["sym_name"]).value == "main")
+            ftype = iree_ir.FunctionType(iree_ir.TypeAttr(main.attributes["function_type"]).value)
+            ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
+            main.attributes["sym_name"] = iree_ir.StringAttr.get("main$impl")
+            main.attributes["sym_visibility"] = iree_ir.StringAttr.get("private")
+            args = [f"%in{i}: {t}" for i, t in enumerate(ins)]
+            if output_storage:
+                args += [f"%out{i}: !hal.buffer" for i in range(len(outs))]
+            if transient_storage:
+                args.append("%transients: !hal.buffer {iree.abi.transients}")
+            results = ", ".join(outs)
+            call = f"func.call @main$impl({', '.join(f'%in{i}' for i in range(len(ins)))}) : ({', '.join(ins)}) -> ({results})"
+            lines = [f"%r:{len(outs)} = {call}" if outs else call]
+            values = [f"%r#{i}" for i in range(len(outs))]
+            for i, t in enumerate(outs):
+                if output_storage:
+                    lines.append(f"%a{i} = hal.tensor.alias {values[i]} : {t} to %out{i} : !hal.buffer")
+                    values[i] = f"%a{i}"
+                if transient_storage:
+                    lines.append(f"%t{i} = hal.tensor.transients {values[i]} : {t} from %transients : !hal.buffer")
+                    values[i] = f"%t{i}"
+            lines.append(f"return {', '.join(values)} : {results}" if outs else "return")
+            body = "\n  ".join(lines)
+            text = (
+                f"func.func private @main$impl({', '.join(ins)}) -> ({results})\n"
+                f"func.func @main({', '.join(args)}) -> ({results}) {{\n  {body}\n}}"
+            )
+            scratch = iree_ir.Module.parse(text)  # must outlive the move: it owns the wrapper's body
+            wrapper = scratch.body.operations[1]
+            wrapper.detach_from_parent()
+            iree_ir.InsertionPoint(module.body).insert(wrapper)
+            del scratch
+
+    return hook
 
 
 CONFIG_ATTR = "braze.kernel_config"
@@ -159,12 +186,10 @@ def default_output_storage(target: Target) -> bool:
 
 
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
-                       output_storage: bool = False) -> CompiledVmfb:
-    """Compile for the target; with output_storage, main takes a buffer per result (_add_output_storage)."""
+                       output_storage: bool = False, transient_storage: bool = False) -> CompiledVmfb:
+    """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
     flags = list(extra_flags or [])
-    hooks = [_apply_kernel_configs(apply=target.device == "cuda")]
-    if output_storage:
-        hooks.append(_add_output_storage)
+    hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
     else:

@@ -30,8 +30,9 @@ class CompiledModule:
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
                  versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None):
         self.vmfb = vmfb
-        self.abi = abi or {"output_storage": False}
-        """How main is called: {"output_storage": True} when it takes a buffer per result."""
+        self.abi = {"output_storage": False, "transient_storage": False, **(abi or {})}
+        """How main is called: output_storage when it takes a buffer per result after its inputs,
+        transient_storage when it then takes one buffer for all intermediates."""
         self.target = target
         self.signature = signature
         self.report = report
@@ -46,7 +47,8 @@ class CompiledModule:
             from .runtime import Program
 
             self._program = Program(self.vmfb, self.target, self.signature, self._source,
-                                    output_storage=self.abi.get("output_storage", False))
+                                    output_storage=self.abi["output_storage"],
+                                    transient_storage=self.abi["transient_storage"])
         return self._program
 
     def __call__(self, *args, **kwargs) -> Any:
@@ -104,7 +106,7 @@ def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:
     signature = Signature.from_json(meta["signature"])
     report = Report.from_json(meta.get("report", {}))
     module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path),
-                            abi=meta.get("abi", {"output_storage": False}))
+                            abi=meta.get("abi"))
     module.program  # open the device now: a missing device or bad program fails at load time
     return module
 
@@ -124,7 +126,7 @@ def versions() -> dict:
 
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
-            output_storage: bool | None = None, **options) -> CompiledModule:
+            output_storage: bool | None = None, transient_storage: bool = True, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -135,6 +137,9 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     example_kwargs: keyword arguments of forward(), as in the example call.
     output_storage: results are written into tensors braze allocates with torch (True) or
       into IREE's own buffers (False); the default is True for cuda, False elsewhere.
+    transient_storage: intermediates live in one buffer that the module allocates on its first
+      call and reuses (True, the default), or IREE allocates and frees them on every call
+      (False: less memory held between calls, slower calls; see bench/NOTES.md §9).
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -174,9 +179,11 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     t0 = time.perf_counter()
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
-    compiled = backend.compile_for_target(buffer.getvalue(), tgt, output_storage=output_storage)
+    compiled = backend.compile_for_target(buffer.getvalue(), tgt, output_storage=output_storage,
+                                          transient_storage=transient_storage)
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
     return CompiledModule(compiled.vmfb, tgt, imported.signature, report, versions(),
-                          source=f"the compiled {type(model).__name__}", abi={"output_storage": output_storage})
+                          source=f"the compiled {type(model).__name__}",
+                          abi={"output_storage": output_storage, "transient_storage": transient_storage})

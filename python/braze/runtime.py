@@ -74,12 +74,14 @@ class Program:
     """A .vmfb loaded on a device, callable with flat lists of arrays."""
 
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, source: str = "the compiled module",
-                 output_storage: bool = False):
+                 output_storage: bool = False, transient_storage: bool = False):
         check_runnable(target)
         self.target = target
         self.signature = signature
         self.output_storage = output_storage
         """True when main takes one output buffer per result after its inputs (braze's ABI)."""
+        self.transient_storage = transient_storage
+        """True when main then takes one buffer for its intermediates (`iree.abi.transients`)."""
         instance = _instance()
         try:
             self.device = rt.get_device(target.driver)
@@ -103,6 +105,21 @@ class Program:
         if self._fn is None:
             raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
         self._allocator = self.device.allocator
+        self.transient_bytes = 0
+        """Bytes of the buffer that holds a call's intermediates (0 without transient storage)."""
+        self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
+        self._transient_size_fn = None
+        if transient_storage:
+            reflection = self._fn.reflection
+            constant = reflection.get("iree.abi.transients.size.constant")
+            if constant is not None:
+                self.transient_bytes = int(constant)
+            else:  # sizes that depend on the arguments: ask the program on every call
+                self._transient_size_fn = self._vm_module.lookup_function(
+                    reflection.get("iree.abi.transients.size", "main_transients_size"))
+                if self._transient_size_fn is None:
+                    raise ArtifactError(f"{source} takes transient storage but has no size query; "
+                                        "recompile it with braze.compile()")
 
     # -- arguments -----------------------------------------------------------
 
@@ -187,20 +204,50 @@ class Program:
         if len(values) != len(specs):
             raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
         outputs = self.signature.outputs
-        args = rt.VmVariantList(len(values) + len(outputs))
-        for value, spec, name in zip(values, specs, names):
-            args.push_ref(self._buffer_view(value, spec, name))
+        refs = [self._buffer_view(value, spec, name) for value, spec, name in zip(values, specs, names)]
         if self.output_storage:
-            for buffer in storage or [self._allocate(spec) for spec in outputs]:
-                args.push_ref(buffer)
+            refs += storage or [self._allocate(spec) for spec in outputs]
+        transients = self._take_transients(refs) if self.transient_storage else None
+        if transients is not None:
+            refs.append(transients)
+        args = rt.VmVariantList(len(refs))
+        for ref in refs:
+            args.push_ref(ref)
         if self.target.driver == "cuda" and any(_is_cuda_tensor(v) for v in values):
             import torch
 
             # IREE runs on its own stream: let the producer's work on torch's stream finish.
             torch.cuda.current_stream().synchronize()
         results = rt.VmVariantList(len(outputs))
-        self._context.invoke(self._fn, args, results)
+        try:
+            self._context.invoke(self._fn, args, results)
+        finally:
+            if transients is not None:
+                # main is synchronous: the device is done with the storage when invoke returns.
+                self._idle_transients.append(transients)
         return [results.get_as_object(i, rt.HalBufferView) for i in range(len(outputs))]
+
+    def _take_transients(self, refs: list):
+        """A storage buffer for this call's intermediates: an idle one, or a new one.
+
+        Buffers are kept for the next call; calls running at the same time (threads) each
+        take their own, so they never share intermediates.
+        """
+        size = self.transient_bytes
+        if self._transient_size_fn is not None:
+            query = rt.VmVariantList(1)
+            probe = rt.VmVariantList(len(refs) + 1)
+            for ref in refs + [self._allocate_bytes(1)]:
+                probe.push_ref(ref)
+            self._context.invoke(self._transient_size_fn, probe, query)
+            size = query.get_variant(0)
+        try:
+            buffer = self._idle_transients.pop()
+        except IndexError:
+            buffer = None
+        if buffer is None or buffer.byte_length() < size:
+            buffer = self._allocate_bytes(size)
+        return buffer
 
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
         """Run the program; return numpy arrays on the host."""
@@ -254,11 +301,13 @@ class Program:
         return tensor, view.get_buffer()
 
     def _allocate(self, spec: TensorSpec):
-        nbytes = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(_NUMPY[spec.dtype]).itemsize
+        return self._allocate_bytes(int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(_NUMPY[spec.dtype]).itemsize)
+
+    def _allocate_bytes(self, nbytes: int):
         return self._allocator.allocate_buffer(
             memory_type=rt.MemoryType.DEVICE_LOCAL,
             allowed_usage=rt.BufferUsage.DEFAULT,
-            allocation_size=max(nbytes, 1),
+            allocation_size=max(int(nbytes), 1),
         )
 
     def _to_host(self, bv, spec: TensorSpec) -> np.ndarray:

@@ -200,7 +200,7 @@ def test_output_storage_abi(output_storage, tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Sigmoid()).eval()
     x = torch.randn(4, 6)
     compiled = braze.compile(model, x, output_storage=output_storage)
-    assert compiled.abi == {"output_storage": output_storage}
+    assert compiled.abi == {"output_storage": output_storage, "transient_storage": True}
     compiled.save(tmp_path / "m.braze")
     loaded = braze.load(tmp_path / "m.braze")
     x2 = torch.randn(4, 6)
@@ -209,6 +209,73 @@ def test_output_storage_abi(output_storage, tmp_path):
     for module in (compiled, loaded):
         torch.testing.assert_close(module(x2), expected)
         np.testing.assert_allclose(module(x2.numpy()), expected.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("transient_storage", [True, False])
+def test_transient_storage_abi(transient_storage, tmp_path):
+    """Intermediates in one reused buffer give eager's results, call after call and after load."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).eval()
+    compiled = braze.compile(model, torch.randn(5, 16), transient_storage=transient_storage)
+    assert compiled.abi["transient_storage"] is transient_storage
+    compiled.save(tmp_path / "m.braze")
+    loaded = braze.load(tmp_path / "m.braze")
+    # Linear(16, 64)'s result is the intermediate: 5 x 64 float32, at least.
+    assert (loaded.program.transient_bytes >= 5 * 64 * 4) is transient_storage
+    for module in (compiled, loaded):
+        for _ in range(3):  # later calls reuse the storage the first one allocated
+            x = torch.randn(5, 16)
+            with torch.no_grad():
+                expected = model(x)
+            torch.testing.assert_close(module(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_transient_storage_concurrent_calls():
+    """Calls from several threads at once each get their own intermediates."""
+    import threading
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 64)).eval()
+    compiled = braze.compile(model, torch.randn(32, 64))
+    inputs = [torch.randn(32, 64) for _ in range(8)]
+    with torch.no_grad():
+        expected = [model(x) for x in inputs]
+    got, errors = [None] * len(inputs), []
+
+    def work(i):
+        try:
+            for _ in range(20):
+                got[i] = compiled(inputs[i])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_artifact_without_transient_key_loads(tmp_path):
+    """Artifacts saved before transient storage existed ({"output_storage": ...} only) still run."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU()).eval()
+    compiled = braze.compile(model, torch.randn(4, 6), transient_storage=False)
+    path = tmp_path / "m.braze"
+    compiled.save(path)
+
+    def old_meta(meta):
+        meta["abi"] = {"output_storage": False}
+        return meta
+
+    _rewrite(path, meta_fn=old_meta)
+    loaded = braze.load(path)
+    assert loaded.abi == {"output_storage": False, "transient_storage": False}
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
 
 
 def _in_fresh_process(code: str, env_value: str):
