@@ -26,6 +26,11 @@ shrink by powers of two until they divide the element count. Measured on the H20
 float32 chain ran in 33 us with workgroup 1024 / thread 4 / 256 threads against 82 us with IREE's
 default (32-thread workgroups of 128 elements). `braze.tuning` can replace the model's choice with
 a measured one per (kernel signature, target).
+
+Static float32 and bfloat16 `linalg.matmul` / `linalg.batch_matmul` ops get tiles too
+(`braze.matmul_config`, a MatmulConfig's text): SIMT tiles for float32, mma.sync tiles for
+bfloat16, chosen by MATMUL_PREFERENCE (workgroups per SM), unless the tuning cache holds a
+measured winner for the matmul's signature (`python -m braze.tools.tune build --matmuls ...`).
 """
 
 from __future__ import annotations
@@ -41,19 +46,123 @@ CONFIG_ATTR = "braze.kernel_config"
 """Discardable attribute: 'workgroup=N thread=N threads=N' on a 1-D elementwise generic."""
 
 MATMUL_ATTR = "braze.matmul_config"
-"""Discardable attribute on a linalg.matmul: its tile configuration (see MATMUL_CONFIGS)."""
+"""Discardable attribute on a linalg.matmul or linalg.batch_matmul: its tiles (MatmulConfig.text)."""
 
-MATMUL_CONFIGS = {
-    # f32 x f32 -> f32 has no tensor-core path without TF32 (which would change the
-    # arithmetic): SIMT tiles. Measured on the H200, 1024x768x768: 258 us per call against
-    # 717 us with IREE's default (cuBLAS: 37 us).
-    "f32": ("simt workgroup=64,32 reduction=8 thread=4,2 threads=16,16", (64, 32, 8)),
-    # bf16 x bf16 -> f32 on mma.sync (IREE 3.13 has no wgmma): 4096^3 938 us per call
-    # against 1188 us with IREE's default (cuBLAS: 173 us).
-    "bf16": ("mma=NV_MMA_SYNC_F32_16x8x16_BF16 workgroup=128,128 subgroup=4,8 reduction=4 threads=128 stages=3",
-             (128, 128, 64)),
+SM_COUNT = {"sm_90": 132, "sm_80": 108, "sm_86": 84, "sm_89": 128}
+"""Streaming multiprocessors per target (a matmul tile should give each one a workgroup)."""
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """A tile configuration for a (batch) matmul.
+
+    simt (float32: no tensor-core path without TF32, which would change the arithmetic):
+      workgroup tile M x N, K step `reduction` elements, `thread` M x N elements per thread,
+      `threads` a 2-D workgroup. mma (bfloat16 on NV_MMA_SYNC_F32_16x8x16_BF16; IREE 3.13 has
+      no wgmma): workgroup tile M x N, `subgroup` M x N intrinsic tiles (16 x 8) per warp, K step
+      `reduction` intrinsics (16 each), `threads` a 1-D workgroup, `stages` of prefetch.
+    """
+
+    kind: str
+    workgroup: tuple[int, int]
+    reduction: int
+    tile: tuple[int, int]
+    """Per thread (simt) or per subgroup, in intrinsics (mma)."""
+    threads: tuple[int, ...]
+    stages: int = 0
+
+    MMA = "NV_MMA_SYNC_F32_16x8x16_BF16"
+
+    def text(self) -> str:
+        wg, tile = f"{self.workgroup[0]},{self.workgroup[1]}", f"{self.tile[0]},{self.tile[1]}"
+        threads = ",".join(map(str, self.threads))
+        if self.kind == "simt":
+            return f"simt workgroup={wg} reduction={self.reduction} thread={tile} threads={threads}"
+        return (f"mma={self.MMA} workgroup={wg} subgroup={tile} reduction={self.reduction} "
+                f"threads={threads} stages={self.stages}")
+
+    def short(self) -> str:
+        """'simt:64x32:8:4x2:16x16' or 'mma:128x128:4:4x8:128:3' (tuning names and the pass option)."""
+        parts = [self.kind, "x".join(map(str, self.workgroup)), str(self.reduction), "x".join(map(str, self.tile)),
+                 "x".join(map(str, self.threads))]
+        return ":".join(parts + ([str(self.stages)] if self.kind == "mma" else []))
+
+    @classmethod
+    def parse_short(cls, text: str) -> "MatmulConfig":
+        kind, wg, red, tile, threads, *rest = text.split(":")
+        if kind not in ("simt", "mma") or (kind == "mma") != (len(rest) == 1) or len(rest) > 1:
+            raise ValueError(text)
+        pair = lambda t: tuple(int(x) for x in t.split("x"))  # noqa: E731
+        config = cls(kind, pair(wg), int(red), pair(tile), pair(threads), int(rest[0]) if rest else 0)
+        if len(config.workgroup) != 2 or len(config.tile) != 2 or not config.consistent():
+            raise ValueError(text)
+        return config
+
+    @classmethod
+    def parse(cls, text: str) -> "MatmulConfig":
+        words = text.split()
+        fields = dict(item.split("=", 1) for item in words if "=" in item)
+        pair = lambda key: tuple(int(x) for x in fields[key].split(","))  # noqa: E731
+        if words[0] == "simt":
+            return cls("simt", pair("workgroup"), int(fields["reduction"]), pair("thread"), pair("threads"))
+        return cls("mma", pair("workgroup"), int(fields["reduction"]), pair("subgroup"), pair("threads"),
+                   int(fields["stages"]))
+
+    def consistent(self) -> bool:
+        """The threads cover the workgroup tile exactly."""
+        (wm, wn), (tm, tn) = self.workgroup, self.tile
+        if self.kind == "simt":
+            return len(self.threads) == 2 and wm == tm * self.threads[0] and wn == tn * self.threads[1]
+        warps_m, warps_n = wm // (16 * tm), wn // (8 * tn)
+        return (wm % (16 * tm) == 0 and wn % (8 * tn) == 0 and len(self.threads) == 1
+                and warps_m * warps_n * 32 == self.threads[0])
+
+    def divides(self, m: int, n: int, k: int) -> bool:
+        step = self.reduction * (16 if self.kind == "mma" else 1)
+        return m % self.workgroup[0] == 0 and n % self.workgroup[1] == 0 and k % step == 0
+
+
+MATMUL_CANDIDATES = {
+    "f32": [MatmulConfig.parse_short(t) for t in (
+        "simt:128x64:8:8x4:16x16", "simt:64x64:16:4x4:16x16", "simt:64x32:16:4x2:16x16",
+        "simt:32x32:8:2x2:16x16", "simt:128x128:8:8x8:16x16", "simt:64x128:8:4x8:16x16",
+        "simt:64x64:8:4x4:16x16", "simt:64x32:8:4x2:16x16")],
+    "bf16": [MatmulConfig.parse_short(t) for t in (
+        "mma:128x128:4:4x8:128:3", "mma:128x64:4:4x4:128:3", "mma:64x64:4:2x4:128:3",
+        "mma:128x256:4:4x8:256:3", "mma:128x128:4:2x8:256:3", "mma:64x128:4:2x8:128:3",
+        "mma:64x64:2:2x4:128:4", "mma:32x128:4:1x8:128:3")],
 }
-"""Element type of the matmul's inputs -> (configuration, (M, N, K) divisors it needs)."""
+"""Tile configurations the autotuner measures for each input element type."""
+
+MATMUL_PREFERENCE = {
+    "f32": [("simt:128x64:8:8x4:16x16", 2), ("simt:64x64:16:4x4:16x16", 2), ("simt:64x32:16:4x2:16x16", 2),
+            ("simt:32x32:8:2x2:16x16", 0)],
+    "bf16": [("mma:128x128:4:4x8:128:3", 4), ("mma:128x64:4:4x4:128:3", 2), ("mma:64x64:4:2x4:128:3", 2)],
+}
+"""The cost model: (configuration, waves) in order of preference; the first that divides the
+matmul and gives at least `waves` workgroups per SM wins. Fitted to kernel times (ncu) of 18
+matmul shapes from the bench's layers on the H200, where it picks the measured winner or one
+within 5% of it in every case (bench/NOTES.md §10): float32 wants about two workgroups per SM
+and 16-deep K steps on 64-wide tiles; for bfloat16, IREE's own choice beat every candidate
+on the shapes too small for two waves of 128 x 64 tiles, so those keep it."""
+
+
+def choose_matmul_config(batch: int, m: int, n: int, k: int, element: str, target: str) -> MatmulConfig | None:
+    """The cost model's tiles (MATMUL_PREFERENCE); None: IREE's default.
+
+    float32 always gets tiles (IREE's default runs these shapes 3-10x slower): when none
+    reaches its waves, the candidate with the most workgroups among those that divide.
+    """
+    sms = SM_COUNT.get(target, 132)
+    count = lambda c: batch * (m // c.workgroup[0]) * (n // c.workgroup[1])  # noqa: E731
+    preference = [(MatmulConfig.parse_short(t), waves) for t, waves in MATMUL_PREFERENCE.get(element, [])]
+    fits = [(c, waves) for c, waves in preference if c.divides(m, n, k)]
+    for config, waves in fits:
+        if count(config) >= waves * sms:
+            return config
+    if element == "f32" and fits:
+        return max((c for c, _ in fits), key=count)
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,7 +229,9 @@ class ConfigureKernelsPass(ModulePass):
     target: str = option("", "GPU target the configuration is for (e.g. sm_90); empty: collapse only")
     threads: int = option(256, "Threads per workgroup the cost model starts from")
     config: str = option("", "Force WORKGROUP:THREAD:THREADS (e.g. 1024:4:256) on every kernel (for tuning)")
-    matmuls: bool = option(True, "Also give static linalg.matmul ops a measured tile configuration")
+    matmuls: bool = option(True, "Also give static f32/bf16 (batch) matmuls a tile configuration")
+    matmul_config: str = option("", "Force a MatmulConfig short form (e.g. simt:64x32:8:4x2:16x16) on "
+                                    "every matmul it divides (for tuning)")
 
     def __post_init__(self) -> None:
         if self.config:
@@ -132,6 +243,17 @@ class ConfigureKernelsPass(ModulePass):
                 raise PassPipelineError(
                     f"option 'config' of pass '{self.name}' expects WORKGROUP:THREAD:THREADS "
                     f"(e.g. 1024:4:256), got '{self.config}'"
+                ) from None
+        if self.matmul_config:
+            try:
+                MatmulConfig.parse_short(self.matmul_config)
+            except (ValueError, TypeError):
+                from braze.errors import PassPipelineError
+
+                raise PassPipelineError(
+                    f"option 'matmul_config' of pass '{self.name}' expects simt:WGMxWGN:K:TMxTN:THXxTHY or "
+                    f"mma:WGMxWGN:K:SGMxSGN:THREADS:STAGES with threads covering the tile "
+                    f"(e.g. simt:64x32:8:4x2:16x16), got '{self.matmul_config}'"
                 ) from None
 
     def run(self, module: ir.Operation) -> None:
@@ -154,13 +276,35 @@ class ConfigureKernelsPass(ModulePass):
 
     def _configure_matmuls(self, module: ir.Operation) -> None:
         def visit(op):
-            if op.name == "linalg.matmul":
-                config = matmul_config(op)
+            if op.name in ("linalg.matmul", "linalg.batch_matmul"):
+                config = self.matmul_config_for(op)
                 if config:
-                    op.attributes[MATMUL_ATTR] = ir.StringAttr.get(config)
+                    op.attributes[MATMUL_ATTR] = ir.StringAttr.get(config.text())
             return ir.WalkResult.ADVANCE
 
         module.walk(visit)
+
+    def matmul_config_for(self, op: ir.Operation) -> MatmulConfig | None:
+        """Forced (tuning), else cached by the autotuner, else the cost model's."""
+        from braze import tuning
+
+        shape = matmul_shape(op)
+        if shape is None:
+            return None
+        batch, m, n, k, element = shape
+        if self.matmul_config:
+            forced = MatmulConfig.parse_short(self.matmul_config)
+            ok = forced.divides(m, n, k) and (forced.kind == "mma") == (element == "bf16")
+            return forced if ok else None
+        tuned = tuning.lookup(matmul_signature(op), self.target)
+        if tuned is not None:
+            try:
+                config = MatmulConfig.parse(tuned)
+                if config.divides(m, n, k):
+                    return config
+            except (KeyError, ValueError):
+                pass  # a damaged cache entry: the cost model decides
+        return choose_matmul_config(batch, m, n, k, element, self.target)
 
     def config_for(self, op: ir.Operation) -> KernelConfig | None:
         from braze import tuning
@@ -169,26 +313,48 @@ class ConfigureKernelsPass(ModulePass):
             return KernelConfig.parse_short(self.config)
         tuned = tuning.lookup(signature(op), self.target)
         if tuned is not None:
-            return tuned
+            try:
+                return KernelConfig.parse(tuned)
+            except (KeyError, ValueError):
+                pass  # a damaged cache entry: the cost model decides
         n = ir.ShapedType(op.results[0].type).shape[0]
         widest = max(byte_width(v.type) for v in op.operands)
         return choose_config(n, widest, self.threads)
 
 
-def matmul_config(op: ir.Operation) -> str | None:
-    """The configuration for a static f32 or bf16 linalg.matmul whose shape fits its tiles."""
+def matmul_shape(op: ir.Operation) -> tuple[int, int, int, int, str] | None:
+    """(batch, M, N, K, input element type) of a static f32/bf16 (batch) matmul braze can tile."""
     lhs, rhs = list(op.operands)[:2]
     a, b = ir.RankedTensorType(lhs.type), ir.RankedTensorType(rhs.type)
     if not (a.has_static_shape and b.has_static_shape):
         return None
     element = _source_element_type(lhs)
-    if element not in MATMUL_CONFIGS or _source_element_type(rhs) != element:
+    if element not in MATMUL_CANDIDATES or _source_element_type(rhs) != element:
         return None
-    config, (dm, dn, dk) = MATMUL_CONFIGS[element]
-    (m, k), n = a.shape, b.shape[1]
-    if m % dm or n % dn or k % dk:
+    if op.name == "linalg.batch_matmul":
+        (batch, m, k), n = a.shape, b.shape[2]
+    else:
+        (m, k), n, batch = a.shape, b.shape[1], 1
+    return batch, m, n, k, element
+
+
+def matmul_signature(op: ir.Operation) -> str | None:
+    """A key for one matmul kernel: 'matmul_1024x768x768_bf16' (M x N x K), 'batch_matmul_96x128x128x64_f32'."""
+    shape = matmul_shape(op)
+    if shape is None:
         return None
-    return config
+    batch, m, n, k, element = shape
+    if op.name == "linalg.batch_matmul":
+        return f"batch_matmul_{batch}x{m}x{n}x{k}_{element}"
+    return f"matmul_{m}x{n}x{k}_{element}"
+
+
+def configured_matmul_signatures(module_op: ir.Operation) -> list[str]:
+    """Signatures of the matmuls this pass configured in a module, in order, without repeats."""
+    from braze.irutil import all_ops
+
+    found = [matmul_signature(op) for op in all_ops(module_op) if MATMUL_ATTR in op.attributes]
+    return list(dict.fromkeys(found))
 
 
 def _source_element_type(value: ir.Value) -> str:

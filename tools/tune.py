@@ -1,17 +1,21 @@
-"""Autotune braze's elementwise kernel configurations on a GPU, compile here, measure there.
+"""Autotune braze's kernel configurations on a GPU: compile here, measure there.
 
     python -m braze.tools.tune build DIR --target sm_90 [--workloads elementwise_chain,...]
-        (here, with the compiler) compiles each workload once per candidate configuration
-        (fusion-configure-kernels{config=WG:THREAD:THREADS}) and writes DIR/manifest.json.
+                                                        [--matmuls bert_layer,transformer_encoder,...]
+        (here, with the compiler) compiles candidates and writes DIR/manifest.json:
+        elementwise: each workload once per configuration (fusion-configure-kernels{config=...});
+        matmuls: every (batch) matmul signature found in the --matmuls workloads, as a standalone
+        `a @ b` of that shape and dtype, once per MatmulConfig candidate
+        (fusion-configure-kernels{matmul_config=...}) and once with IREE's default tiles.
     python -m braze.tools.tune run DIR
         (on the GPU host) times every candidate with CUDA events, checks it against eager
-        PyTorch, and writes DIR/winners.json.
+        PyTorch, and writes DIR/winners.json (with torch's time for each matmul beside it).
     python -m braze.tools.tune import DIR/winners.json
         (here) stores each winner in the tuning cache (braze.tuning), keyed by kernel
         signature and target, so every later compile uses it.
 
-A candidate forces one configuration on every standalone elementwise kernel of its workload,
-so tune workloads with one such kernel each (the elementwise chains).
+An elementwise candidate forces one configuration on every standalone elementwise kernel of
+its workload, so tune workloads with one such kernel each (the elementwise chains).
 """
 
 from __future__ import annotations
@@ -41,13 +45,87 @@ def _kernel_signatures(model, args, target: str) -> list[str]:
         return configured_signatures(imported.module.operation)
 
 
-def build(directory: Path, target: str, workloads: list[str]) -> int:
+class MatMul:
+    """Builds the standalone model for a matmul signature ('matmul_MxNxK_dtype',
+    'batch_matmul_BxMxNxK_dtype'): inputs a (M x K) and b (K x N), batched when B is given."""
+
+    def __init__(self, signature: str):
+        kind, _, rest = signature.rpartition("_")[0].partition("matmul_")
+        dims = [int(d) for d in rest.split("x")]
+        self.signature = signature
+        self.dtype = signature.rsplit("_", 1)[1]
+        self.batched = kind == "batch_"
+        batch, (m, n, k) = (dims[0], dims[1:]) if self.batched else (None, dims)
+        lead = (batch,) if self.batched else ()
+        self.shapes = [lead + (m, k), lead + (k, n)]
+
+    def build(self, device: str = "cpu"):
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, a, b):
+                return torch.bmm(a, b) if a.dim() == 3 else a @ b
+
+        gen = torch.Generator().manual_seed(0)
+        dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[self.dtype]
+        args = [torch.randn(s, generator=gen).to(dtype).to(device) for s in self.shapes]
+        return Model().eval(), args
+
+
+def _matmul_signatures(model, args, target: str) -> list[str]:
+    from braze import frontend
+    from braze.passes import registry
+    from braze.passes.configure_kernels import configured_matmul_signatures
+
+    imported = frontend.import_model(model, tuple(args))
+    with imported.context:
+        registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
+        return configured_matmul_signatures(imported.module.operation)
+
+
+def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:
+    import braze
+    from braze.passes.configure_kernels import MATMUL_CANDIDATES, choose_matmul_config
+    from braze.tools.bench_workloads import WORKLOADS
+
+    signatures: list[str] = []
+    for name in workloads:
+        model, args = WORKLOADS[name].build("cuda")
+        signatures += [s for s in _matmul_signatures(model, args, target) if s not in signatures]
+    for sig in signatures:
+        mm = MatMul(sig)
+        model, args = mm.build()
+        dims = [int(d) for d in sig.rsplit("_", 2)[-2].split("x")]
+        batch, (m, n, k) = (dims[0], dims[1:]) if mm.batched else (1, dims)
+        entry = {"kind": "matmul", "signature": sig, "candidates": []}
+        for config in MATMUL_CANDIDATES[mm.dtype]:
+            if not config.divides(m, n, k):
+                continue
+            short = config.short()
+            pipeline = f"fusion-default-pipeline,fusion-configure-kernels{{target={target} matmul_config={short}}}"
+            path = f"{sig}-{short.replace(':', '-')}.braze"
+            braze.compile(model, *args, device="cuda", target=target, pipeline=pipeline).save(
+                directory / path, overwrite=True)
+            entry["candidates"].append({"config": short, "artifact": path})
+        pipeline = f"fusion-default-pipeline,fusion-configure-kernels{{target={target} matmuls=false}}"
+        braze.compile(model, *args, device="cuda", target=target, pipeline=pipeline).save(
+            directory / f"{sig}-iree-default.braze", overwrite=True)
+        entry["iree_default"] = f"{sig}-iree-default.braze"
+        choice = choose_matmul_config(batch, m, n, k, mm.dtype, target)
+        entry["cost_model"] = choice.short() if choice else None
+        manifest["workloads"].append(entry)
+        print(f"{sig}: {len(entry['candidates'])} candidates (cost model: {entry['cost_model']})", flush=True)
+
+
+def build(directory: Path, target: str, workloads: list[str], matmul_workloads: list[str] | None = None) -> int:
     import braze
     from braze.passes.configure_kernels import choose_config
     from braze.tools.bench_workloads import WORKLOADS
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {"target": target, "workloads": []}
+    if matmul_workloads:
+        build_matmuls(directory, target, matmul_workloads, manifest)
     for name in workloads:
         model, args = WORKLOADS[name].build("cuda")
         signatures = _kernel_signatures(model, args, target)
@@ -55,7 +133,7 @@ def build(directory: Path, target: str, workloads: list[str]) -> int:
             print(f"skip {name}: {len(signatures)} standalone elementwise kernels (tuning needs exactly 1)")
             continue
         n = int(signatures[0].split("_")[1])
-        entry = {"workload": name, "signature": signatures[0], "candidates": []}
+        entry = {"kind": "elementwise", "workload": name, "signature": signatures[0], "candidates": []}
         for wg, thread, threads in CANDIDATES:
             if n % wg:
                 continue
@@ -94,7 +172,12 @@ def _time_ms(fn, reps: int = 50) -> float:
     return times[len(times) // 2]
 
 
-def run(directory: Path) -> int:
+def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
+    """Time every candidate per call; with markers, also write DIR/segments.json for `kernels`.
+
+    markers: a one-element torch fill kernel precedes each candidate's calls, so ncu's kernel
+    list can be cut into one segment per candidate (see `kernels`).
+    """
     import torch
 
     import braze
@@ -102,27 +185,100 @@ def run(directory: Path) -> int:
 
     manifest = json.loads((directory / "manifest.json").read_text())
     winners = {"target": manifest["target"], "kernels": {}, "measurements": {}}
+    segments = []
+    marker = torch.empty(1, device="cuda") if markers else None  # empty: no kernel of its own
+
+    def segment(signature: str, name: str, calls: int) -> None:
+        if marker is not None:
+            marker.fill_(float(len(segments)))
+            segments.append({"signature": signature, "config": name, "calls": calls})
     for entry in manifest["workloads"]:
-        model, args = WORKLOADS[entry["workload"]].build("cuda")
+        matmul = entry.get("kind") == "matmul"
+        label = entry["signature"] if matmul else entry["workload"]
+        source = MatMul(entry["signature"]) if matmul else WORKLOADS[entry["workload"]]
+        model, args = source.build("cuda")
         model = model.cuda()
         args = [a.cuda() for a in args]
         with torch.no_grad():
+            segment(entry["signature"], "reference", 1)
             expected = model(*args)
+            if matmul:
+                segment(entry["signature"], "torch", 3 + reps)
+            torch_ms = _time_ms(lambda: model(*args), reps) if matmul else None
+        tolerance = 2e-2 if "bf16" in entry["signature"] else (1e-4 if matmul else 1e-2)
         rows = []
         for name, path in [("iree-default", entry["iree_default"])] + [(c["config"], c["artifact"]) for c in entry["candidates"]]:
             module = braze.load(directory / path, device="cuda")
+            segment(entry["signature"], name, 4 + reps)
             got = module(*args)
             err = ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
-            ms = _time_ms(lambda: module(*args))
+            ms = _time_ms(lambda: module(*args), reps)
             rows.append((name, ms, err))
-            print(f"{entry['workload']:28s} {name:14s} {ms * 1000:8.1f} us/call  rel err {err:.1e}", flush=True)
-        ok = [r for r in rows if r[0] != "iree-default" and r[2] < 1e-2]
+            flag = "" if err < tolerance else "  WRONG: excluded"
+            print(f"{label:36s} {name:26s} {ms * 1000:8.1f} us/call  rel err {err:.1e}{flag}", flush=True)
+        ok = [r for r in rows if r[0] != "iree-default" and r[2] < tolerance]
+        if not ok:
+            print(f"{label}: no candidate within {tolerance:g} of eager; nothing recorded")
+            continue
         best = min(ok, key=lambda r: r[1])
         winners["kernels"][entry["signature"]] = best[0]
-        winners["measurements"][entry["workload"]] = {
+        winners["measurements"][label] = {
             "signature": entry["signature"], "cost_model": entry.get("cost_model"),
             "us_per_call": {name: round(ms * 1000, 1) for name, ms, _ in rows}, "winner": best[0],
         }
+        if torch_ms is not None:
+            winners["measurements"][label]["torch_us_per_call"] = round(torch_ms * 1000, 1)
+            print(f"{label:36s} {'torch (cuBLAS)':26s} {torch_ms * 1000:8.1f} us/call", flush=True)
+    (directory / "winners.json").write_text(json.dumps(winners, indent=2))
+    print(f"wrote {directory / 'winners.json'}")
+    if markers:
+        torch.cuda.synchronize()
+        (directory / "segments.json").write_text(json.dumps(segments, indent=1))
+    return 0
+
+
+def kernels(directory: Path, csv_path: Path) -> int:
+    """Pick winners by kernel time: ncu's CSV of a `run --markers`, cut at the marker fills.
+
+        ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
+            python -m braze.tools.tune run DIR --reps 5 --markers > k.csv
+        python -m braze.tools.tune kernels DIR k.csv      # rewrites DIR/winners.json
+    """
+    import csv
+
+    rows = [r for r in csv.reader(open(csv_path)) if len(r) > 10]
+    header, rows = rows[0], rows[1:]
+    name_col, value_col = header.index("Kernel Name"), header.index("Metric Value")
+    cut: list[list[float]] = []
+    for r in rows:
+        if "FillFunctor" in r[name_col]:
+            cut.append([])
+        elif cut:
+            cut[-1].append(float(r[value_col].replace(",", "")) / 1000)
+    segments = json.loads((directory / "segments.json").read_text())
+    if len(cut) != len(segments):
+        print(f"{csv_path}: {len(cut)} marker segments, {len(segments)} expected: not the CSV of this run",
+              file=sys.stderr)
+        return 1
+    per_call: dict[str, dict[str, float]] = {}
+    for seg, times in zip(segments, cut):
+        if seg["config"] != "reference":
+            per_call.setdefault(seg["signature"], {})[seg["config"]] = sum(times) / seg["calls"]
+    winners = json.loads((directory / "winners.json").read_text())
+    for signature, times in per_call.items():
+        label = next((k for k, m in winners["measurements"].items() if m["signature"] == signature), None)
+        if label is None:  # every candidate was wrong: nothing to pick from
+            continue
+        measured = winners["measurements"][label]
+        measured["kernel_us"] = {k: round(v, 1) for k, v in times.items()}
+        allowed = [k for k in times if k not in ("iree-default", "torch") and k in measured["us_per_call"]]
+        best = min(allowed, key=times.get)
+        winners["kernels"][signature] = measured["winner"] = best
+        ref = times.get("torch")
+        share = f", {ref / times[best]:.0%} of torch's" if ref else ""
+        print(f"{signature:36s} winner {best:26s} {times[best]:8.1f} us of kernels (IREE default "
+              f"{times.get('iree-default', float('nan')):.1f}, cost model {measured['cost_model']}: "
+              f"{times.get(measured['cost_model'] or '', float('nan')):.1f}{share})")
     (directory / "winners.json").write_text(json.dumps(winners, indent=2))
     print(f"wrote {directory / 'winners.json'}")
     return 0
@@ -130,11 +286,12 @@ def run(directory: Path) -> int:
 
 def import_winners(path: Path) -> int:
     from braze import tuning
-    from braze.passes.configure_kernels import KernelConfig
+    from braze.passes.configure_kernels import KernelConfig, MatmulConfig
 
     data = json.loads(path.read_text())
     for signature, short in data["kernels"].items():
-        tuning.record(signature, data["target"], KernelConfig.parse_short(short).text())
+        config = MatmulConfig if "matmul_" in signature else KernelConfig
+        tuning.record(signature, data["target"], config.parse_short(short).text())
         print(f"{data['target']} {signature}: {short}")
     print(f"stored in {tuning.cache_path()}")
     return 0
@@ -146,17 +303,28 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="compile candidate configurations (needs the compiler)")
     b.add_argument("dir", type=Path)
     b.add_argument("--target", default="sm_90")
-    b.add_argument("--workloads", default="elementwise_chain,elementwise_chain_bf16")
+    b.add_argument("--workloads", default="elementwise_chain,elementwise_chain_bf16",
+                   help="elementwise workloads to tune ('' for none)")
+    b.add_argument("--matmuls", default="",
+                   help="workloads whose (batch) matmul signatures to tune, e.g. bert_layer,bert_layer_bf16")
     r = sub.add_parser("run", help="time the candidates on this machine's GPU")
     r.add_argument("dir", type=Path)
+    r.add_argument("--reps", type=int, default=50, help="timed calls per candidate")
+    r.add_argument("--markers", action="store_true", help="mark candidates for ncu (see `kernels`)")
+    k = sub.add_parser("kernels", help="choose winners by kernel time from ncu's CSV of `run --markers`")
+    k.add_argument("dir", type=Path)
+    k.add_argument("csv", type=Path)
     i = sub.add_parser("import", help="store measured winners in the tuning cache")
     i.add_argument("winners", type=Path)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     if args.command == "build":
-        code = build(args.dir, args.target, [w for w in args.workloads.split(",") if w])
+        code = build(args.dir, args.target, [w for w in args.workloads.split(",") if w],
+                     [w for w in args.matmuls.split(",") if w])
     elif args.command == "run":
-        code = run(args.dir)
+        code = run(args.dir, args.reps, args.markers)
+    elif args.command == "kernels":
+        code = kernels(args.dir, args.csv)
     else:
         code = import_winners(args.winners)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

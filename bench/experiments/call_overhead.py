@@ -4,6 +4,7 @@
     python bench/experiments/call_overhead.py run chain1k.braze     # GPU host
 """
 
+import itertools
 import sys
 import time
 
@@ -50,14 +51,19 @@ def run(path: str) -> None:
         res = rt.VmVariantList(1)
         program._context.invoke(program._fn, args, res)
 
-    view = program._buffer_view(x, spec_in, "x")
+    view = program._buffer_view(x, spec_in, "x", 0)
     _, buffer = program._torch_storage(spec_out, "cuda:0")
     per_call("torch eager (6 asynchronous kernel launches)", lambda: torch.sigmoid(torch.relu(x * 2 + 1)) * x - 0.5)
-    per_call("braze call module(x)", lambda: module(x))
+    per_call("braze call module(x), same x each call", lambda: module(x))
+    xs = itertools.cycle([torch.randn(1024, device="cuda") for _ in range(2)])
+    per_call("braze call module(x), two inputs in turn", lambda: module(next(xs)))
     per_call("invoke only, buffers imported once", lambda: invoke(view, buffer))
     per_call("invoke + importing the input (DLPack)", lambda: invoke(program._buffer_view(x, spec_in, "x"), buffer))
     per_call("invoke + fresh torch output imported", lambda: invoke(view, program._torch_storage(spec_out, "cuda:0")[1]))
     per_call("torch.cuda.current_stream().synchronize()", lambda: torch.cuda.current_stream().synchronize())
+    per_call("torch.cuda.current_stream().query()", lambda: torch.cuda.current_stream().query())
+    per_call("program.call_torch([x])", lambda: program.call_torch([x], ["x"]))
+    per_call("program.invoke([x], storage)", lambda: program.invoke([x], ["x"], [buffer]))
     per_call("signature.flatten_call", lambda: module.signature.flatten_call((x,), {}))
 
 

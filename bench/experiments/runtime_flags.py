@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 
-FLAG_SETS = [[], ["--cuda_allow_inline_execution=true"], ["--cuda_use_streams=false"],
-             ["--cuda_async_allocations=false"],
-             ["--cuda_allow_inline_execution=true", "--cuda_async_allocations=false"]]
+FLAG_SETS = [[], ["--cuda_use_streams=true"], ["--cuda_use_streams=true", "--cuda_allow_inline_execution=true"],
+             ["--cuda_async_allocations=false"]]
+"""braze's defaults ([]: CUDA graphs) against IREE's flag defaults (streams) and variations."""
 LAYERS = ("transformer_encoder", "bert_layer")
 
 

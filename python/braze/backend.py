@@ -136,18 +136,20 @@ def _compilation_info(text: str) -> str:
 MATMUL_ATTR = "braze.matmul_config"
 
 
-def _matmul_compilation_info(text: str) -> str:
-    """IREE's compilation_info for fusion-configure-kernels' matmul configurations."""
+def _matmul_compilation_info(text: str, batch: bool = False) -> str:
+    """IREE's compilation_info for fusion-configure-kernels' matmul configurations
+    (a batch_matmul gets a leading batch dimension tiled by 1)."""
     words = text.split()
     fields = dict(item.split("=", 1) for item in words if "=" in item)
-    tiles = lambda key: ", ".join(fields[key].split(","))  # noqa: E731
+    lead, zero = ("1, ", "0, ") if batch else ("", "")
+    tiles = lambda key: lead + ", ".join(fields[key].split(","))  # noqa: E731
     if words[0] == "simt":
-        lowering = (f"workgroup = [{tiles('workgroup')}, 0], reduction = [0, 0, {fields['reduction']}], "
+        lowering = (f"workgroup = [{tiles('workgroup')}, 0], reduction = [{zero}0, 0, {fields['reduction']}], "
                     f"thread = [{tiles('thread')}, 0], promote_operands = [0, 1]")
         options = ""
     else:
         lowering = (f"convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{fields['mma']}>, promote_operands = [0, 1], "
-                    f"reduction = [0, 0, {fields['reduction']}], subgroup = [{tiles('subgroup')}, 0], "
+                    f"reduction = [{zero}0, 0, {fields['reduction']}], subgroup = [{tiles('subgroup')}, 0], "
                     f"workgroup = [{tiles('workgroup')}, 0]")
         options = (f", {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {fields['stages']}, "
                    "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = false>}")
@@ -165,12 +167,14 @@ def _apply_kernel_configs(apply: bool):
     def hook(module) -> None:
         with module.context:
             for op in all_ops(module.operation):
-                for attr, build in ((CONFIG_ATTR, _compilation_info), (MATMUL_ATTR, _matmul_compilation_info)):
+                for attr in (CONFIG_ATTR, MATMUL_ATTR):
                     if attr in op.attributes:
                         text = iree_ir.StringAttr(op.attributes[attr]).value
                         del op.attributes[attr]
                         if apply:
-                            op.attributes["compilation_info"] = iree_ir.Attribute.parse(build(text))
+                            info = (_compilation_info(text) if attr == CONFIG_ATTR else
+                                    _matmul_compilation_info(text, batch=op.name == "linalg.batch_matmul"))
+                            op.attributes["compilation_info"] = iree_ir.Attribute.parse(info)
 
     return hook
 

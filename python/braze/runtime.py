@@ -41,8 +41,12 @@ _LOCK = threading.Lock()
 
 
 RUNTIME_FLAGS_ENV = "BRAZE_IREE_RUNTIME_FLAGS"
-"""IREE runtime flags applied before the first device opens, e.g. '--cuda_use_streams=false'
-(CUDA graphs: a 1024-element call 115 -> 89 us on the H200, see bench/NOTES.md)."""
+"""IREE runtime flags applied before the first device opens, after braze's defaults, e.g.
+'--cuda_use_streams=true' (see bench/NOTES.md §8)."""
+
+DEFAULT_RUNTIME_FLAGS = ("--cuda_use_streams=false",)
+"""braze's defaults: CUDA command buffers as CUDA graphs, which IREE's own device default is
+too, but its flag's default is not. Faster per call on the H200 (bench/NOTES.md §8)."""
 
 
 def _instance() -> "rt.VmInstance":
@@ -58,6 +62,10 @@ def _apply_runtime_flags() -> None:
     import os
     import shlex
 
+    try:
+        rt.flags.parse_flags(*DEFAULT_RUNTIME_FLAGS)
+    except ValueError:  # a runtime built without the CUDA driver
+        pass
     text = os.environ.get(RUNTIME_FLAGS_ENV, "").strip()
     if not text:
         return
@@ -107,6 +115,7 @@ class Program:
         self._allocator = self.device.allocator
         self.transient_bytes = 0
         """Bytes of the buffer that holds a call's intermediates (0 without transient storage)."""
+        self._imported: list = [None] * len(signature.inputs)  # (tensor, data_ptr, dtype, shape, view)
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
         self._transient_size_fn = None
         if transient_storage:
@@ -123,9 +132,9 @@ class Program:
 
     # -- arguments -----------------------------------------------------------
 
-    def _buffer_view(self, value: Any, spec: TensorSpec, name: str):
+    def _buffer_view(self, value: Any, spec: TensorSpec, name: str, slot: int = -1):
         if type(value).__module__.startswith("torch"):
-            view = self._torch_buffer_view(value, spec, name)
+            view = self._torch_buffer_view(value, spec, name, slot)
             if view is not None:
                 return view
         array = self._to_numpy(value, spec, name)
@@ -137,12 +146,21 @@ class Program:
             element_type=_ELEMENT[spec.dtype],
         )
 
-    def _torch_buffer_view(self, value, spec: TensorSpec, name: str):
-        """Import a torch tensor by DLPack (no copy) when it already lives on our device."""
+    def _torch_buffer_view(self, value, spec: TensorSpec, name: str, slot: int = -1):
+        """Import a torch tensor by DLPack (no copy) when it already lives on our device.
+
+        The last tensor imported for each input slot is kept with its import: calling again
+        with the same tensor (same memory, contents may have changed) skips the import. The
+        kept reference holds that tensor's memory until another tensor takes the slot.
+        """
         import torch
 
         if not isinstance(value, torch.Tensor):
             raise InputError(f"{name}: expected a tensor, got {type(value).__name__}")
+        cached = self._imported[slot] if slot >= 0 else None
+        if (cached is not None and cached[0] is value and cached[1] == value.data_ptr()
+                and value.dtype is cached[2] and value.shape == cached[3]):
+            return cached[4]  # device and layout were checked when it was imported
         kind = value.device.type
         if kind == "cuda" and self.target.driver != "cuda":
             raise InputError(
@@ -159,12 +177,16 @@ class Program:
         if not same_device or spec.dtype == "bool":
             return None  # the copy path moves it (CPU tensors to a GPU module) or converts it
         t = value.detach() if value.requires_grad else value
-        if not t.is_contiguous() or t.storage_offset() != 0:
+        direct = t.is_contiguous() and t.storage_offset() == 0
+        if not direct:
             t = t.clone(memory_format=torch.contiguous_format)
         try:
-            return self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(t))
+            view = self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(t))
         except Exception:
             return None
+        if direct and slot >= 0:
+            self._imported[slot] = (value, value.data_ptr(), value.dtype, value.shape, view)
+        return view
 
     def _to_numpy(self, value: Any, spec: TensorSpec, name: str) -> np.ndarray:
         if type(value).__module__.startswith("torch"):
@@ -204,7 +226,7 @@ class Program:
         if len(values) != len(specs):
             raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
         outputs = self.signature.outputs
-        refs = [self._buffer_view(value, spec, name) for value, spec, name in zip(values, specs, names)]
+        refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
             refs += storage or [self._allocate(spec) for spec in outputs]
         transients = self._take_transients(refs) if self.transient_storage else None

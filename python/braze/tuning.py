@@ -30,12 +30,10 @@ def _load() -> dict:
         return {}
 
 
-def lookup(signature: str, target: str):
-    """The cached configuration for a kernel on a target, or None."""
-    from braze.passes.configure_kernels import KernelConfig
-
+def lookup(signature: str, target: str) -> str | None:
+    """The cached configuration text for a kernel on a target, or None."""
     text = _load().get(target, {}).get(signature)
-    return KernelConfig.parse(text) if text else None
+    return text if isinstance(text, str) and text else None
 
 
 def record(signature: str, target: str, config_text: str) -> None:

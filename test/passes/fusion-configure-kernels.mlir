@@ -1,6 +1,7 @@
 // RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels{target=sm_90}' | FileCheck %s
 // RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels{target=sm_90 config=512:2:256}' | FileCheck %s --check-prefix=FORCED
 // RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels' | FileCheck %s --check-prefix=NOTARGET
+// RUN: braze-opt %s --split-input-file -p 'fusion-configure-kernels{target=sm_90 matmul-config=simt:64x32:16:4x2:16x16}' | FileCheck %s --check-prefix=MMFORCED
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
@@ -99,9 +100,13 @@ func.func @odd_size(%x: tensor<100xf32>) -> tensor<100xf32> {
 
 // -----
 
-// A static f32 matmul gets the SIMT tile configuration; with matmuls=false it is left alone.
+// A static f32 matmul too small to give each of the 132 SMs two workgroups gets the tiles
+// with the most workgroups (32 x 32: 12 of them); a forced configuration replaces the model's;
+// without a target it is left alone.
 // CHECK-LABEL: func.func @matmul_f32
-//       CHECK:   linalg.matmul {braze.matmul_config = "simt workgroup=64,32 reduction=8 thread=4,2 threads=16,16"}
+//       CHECK:   linalg.matmul {braze.matmul_config = "simt workgroup=32,32 reduction=8 thread=2,2 threads=16,16"}
+// MMFORCED-LABEL: func.func @matmul_f32
+//       MMFORCED:   linalg.matmul {braze.matmul_config = "simt workgroup=64,32 reduction=16 thread=4,2 threads=16,16"}
 // NOTARGET-LABEL: func.func @matmul_f32
 //   NOTARGET-NOT:   braze.matmul_config
 func.func @matmul_f32(%a: tensor<128x64xf32>, %b: tensor<64x96xf32>, %c: tensor<128x96xf32>) -> tensor<128x96xf32> {
@@ -113,24 +118,50 @@ func.func @matmul_f32(%a: tensor<128x64xf32>, %b: tensor<64x96xf32>, %c: tensor<
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// A matmul fed by bf16 -> f32 extf generics is a bf16 matmul for IREE: it gets the MMA configuration.
+// A matmul fed by bf16 -> f32 extf generics is a bf16 matmul for IREE: 1024 x 3072 is large
+// enough for two waves of 128 x 64 MMA tiles (384 workgroups); the forced SIMT tiles do not apply.
 // CHECK-LABEL: func.func @matmul_bf16_via_extf
-//       CHECK:   linalg.matmul {braze.matmul_config = "mma=NV_MMA_SYNC_F32_16x8x16_BF16 workgroup=128,128 subgroup=4,8 reduction=4 threads=128 stages=3"}
-func.func @matmul_bf16_via_extf(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128x128xf32>) -> tensor<128x128xf32> {
-  %ea = tensor.empty() : tensor<128x64xf32>
-  %eb = tensor.empty() : tensor<64x128xf32>
-  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<128x64xbf16>) outs(%ea : tensor<128x64xf32>) {
+//       CHECK:   linalg.matmul {braze.matmul_config = "mma=NV_MMA_SYNC_F32_16x8x16_BF16 workgroup=128,64 subgroup=4,4 reduction=4 threads=128 stages=3"}
+// MMFORCED-LABEL: func.func @matmul_bf16_via_extf
+//   MMFORCED-NOT:   braze.matmul_config
+func.func @matmul_bf16_via_extf(%a: tensor<1024x64xbf16>, %b: tensor<64x3072xbf16>, %c: tensor<1024x3072xf32>) -> tensor<1024x3072xf32> {
+  %ea = tensor.empty() : tensor<1024x64xf32>
+  %eb = tensor.empty() : tensor<64x3072xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<1024x64xbf16>) outs(%ea : tensor<1024x64xf32>) {
   ^bb0(%in: bf16, %out: f32):
     %x = arith.extf %in : bf16 to f32
     linalg.yield %x : f32
-  } -> tensor<128x64xf32>
-  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<64x128xbf16>) outs(%eb : tensor<64x128xf32>) {
+  } -> tensor<1024x64xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<64x3072xbf16>) outs(%eb : tensor<64x3072xf32>) {
   ^bb0(%in: bf16, %out: f32):
     %x = arith.extf %in : bf16 to f32
     linalg.yield %x : f32
-  } -> tensor<64x128xf32>
-  %2 = linalg.matmul ins(%0, %1 : tensor<128x64xf32>, tensor<64x128xf32>) outs(%c : tensor<128x128xf32>) -> tensor<128x128xf32>
-  return %2 : tensor<128x128xf32>
+  } -> tensor<64x3072xf32>
+  %2 = linalg.matmul ins(%0, %1 : tensor<1024x64xf32>, tensor<64x3072xf32>) outs(%c : tensor<1024x3072xf32>) -> tensor<1024x3072xf32>
+  return %2 : tensor<1024x3072xf32>
+}
+
+// -----
+
+// A bf16 matmul too small for two waves of MMA tiles keeps IREE's configuration, which
+// measured faster on such shapes.
+// CHECK-LABEL: func.func @matmul_bf16_small
+//   CHECK-NOT:   braze.matmul_config
+func.func @matmul_bf16_small(%a: tensor<1024x768xbf16>, %b: tensor<768x768xbf16>, %c: tensor<1024x768xf32>) -> tensor<1024x768xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<1024x768xbf16>, tensor<768x768xbf16>) outs(%c : tensor<1024x768xf32>) -> tensor<1024x768xf32>
+  return %0 : tensor<1024x768xf32>
+}
+
+// -----
+
+// A batch matmul gets tiles for its M x N, counting every batch's workgroups: 96 x 2 x 2 of 64 x 64.
+// CHECK-LABEL: func.func @batch_matmul_f32
+//       CHECK:   linalg.batch_matmul {braze.matmul_config = "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16"}
+// MMFORCED-LABEL: func.func @batch_matmul_f32
+//       MMFORCED:   linalg.batch_matmul {braze.matmul_config = "simt workgroup=64,32 reduction=16 thread=4,2 threads=16,16"}
+func.func @batch_matmul_f32(%a: tensor<96x128x64xf32>, %b: tensor<96x64x128xf32>, %c: tensor<96x128x128xf32>) -> tensor<96x128x128xf32> {
+  %0 = linalg.batch_matmul ins(%a, %b : tensor<96x128x64xf32>, tensor<96x64x128xf32>) outs(%c : tensor<96x128x128xf32>) -> tensor<96x128x128xf32>
+  return %0 : tensor<96x128x128xf32>
 }
 
 // -----

@@ -56,7 +56,7 @@ def test_tuning_cache_overrides_the_cost_model(tmp_path, monkeypatch):
         sig = configured_signatures(imported.module.operation)
     assert len(sig) == 1 and sig[0].startswith("elementwise_262144_f32")
     tuning.record(sig[0], "sm_90", "workgroup=512 thread=4 threads=128")
-    assert tuning.lookup(sig[0], "sm_90") == KernelConfig(512, 4, 128)
+    assert KernelConfig.parse(tuning.lookup(sig[0], "sm_90")) == KernelConfig(512, 4, 128)
     assert tuning.lookup(sig[0], "sm_80") is None
     tuned = braze.compile(Chain(), x, device="cuda", target="sm_90")
     assert _ptx_threads(tuned.vmfb) == {b"128"}
@@ -92,3 +92,57 @@ def test_report_lists_kernel_configurations():
     ]
     assert "kernel configurations (fusion-configure-kernels):" in str(compiled.report)
     assert braze.compile(Chain(), torch.randn(256, 1024)).report.kernel_configs == []
+
+
+def test_matmul_config_forms_round_trip():
+    from braze.passes.configure_kernels import MATMUL_CANDIDATES, MatmulConfig
+
+    for configs in MATMUL_CANDIDATES.values():
+        for c in configs:
+            assert c.consistent()
+            assert MatmulConfig.parse_short(c.short()) == c
+            assert MatmulConfig.parse(c.text()) == c
+    for bad in ("simt:64x32:8:4x4:16x16", "mma:128x128:4:4x8:256:3", "simt:64x32:8:4x2", "warp:64x32:8:4x2:16x16"):
+        with pytest.raises(ValueError):
+            MatmulConfig.parse_short(bad)
+
+
+def test_matmul_cost_model_counts_workgroups_per_sm():
+    from braze.passes.configure_kernels import choose_matmul_config
+
+    # 1024 x 3072: 128 x 64 tiles give 384 workgroups, two per SM of the H200's 132.
+    assert choose_matmul_config(1, 1024, 3072, 768, "f32", "sm_90").short() == "simt:128x64:8:8x4:16x16"
+    # 1024 x 768: 128 x 64 gives 96, 64 x 64 192; 64 x 32 (384) is the first with two waves.
+    assert choose_matmul_config(1, 1024, 768, 768, "f32", "sm_90").short() == "simt:64x32:16:4x2:16x16"
+    # bf16 without two waves of MMA tiles keeps IREE's default; 4096^2 gets 128 x 128 tiles.
+    assert choose_matmul_config(1, 1024, 768, 768, "bf16", "sm_90") is None
+    assert choose_matmul_config(1, 4096, 4096, 4096, "bf16", "sm_90").short() == "mma:128x128:4:4x8:128:3"
+    # Nothing divides 100 rows: IREE's default.
+    assert choose_matmul_config(1, 100, 96, 64, "f32", "sm_90") is None
+
+
+def test_tuned_matmul_overrides_the_cost_model(tmp_path, monkeypatch):
+    """A winner in the tuning cache, keyed by the matmul's signature, replaces the model's tiles."""
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
+    model = torch.nn.Linear(256, 128, bias=False).eval()
+    x = torch.randn(64, 256)
+    assert braze.compile(model, x, device="cuda", target="sm_90").report.kernel_configs[0]["config"].startswith(
+        "simt workgroup=32,32")
+    tuning.record("matmul_64x128x256_f32", "sm_90", "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16")
+    tuned = braze.compile(model, x, device="cuda", target="sm_90")
+    assert tuned.report.kernel_configs[0]["config"] == "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16"
+
+
+def test_batch_matmul_configuration_compiles_and_keeps_numerics():
+    """torch.bmm gets batch tiles on CUDA (compiled here) and the same values as eager on the CPU."""
+
+    class Bmm(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.bmm(a, b)
+
+    a, b = torch.randn(8, 64, 32), torch.randn(8, 32, 64)
+    compiled = braze.compile(Bmm(), a, b, device="cuda", target="sm_90")
+    assert any(c["op"] == "linalg.batch_matmul" for c in compiled.report.kernel_configs)
+    assert b".maxntid 16, 16, 1" in compiled.vmfb
+    cpu = braze.compile(Bmm(), a, b, pipeline="fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
+    torch.testing.assert_close(cpu(a, b), torch.bmm(a, b), rtol=1e-5, atol=1e-5)
