@@ -389,14 +389,33 @@ def _standalone_elementwise(op: ir.Operation) -> bool:
     if any(o.operation.name == "linalg.index" for o in body.operations):
         return False
     for v in list(g.inputs):
-        owner = v.owner if isinstance(v, ir.OpResult) else None
+        owner = _producer_through_reshapes(v)
         if owner is not None and owner.name.startswith("linalg."):
             return False
-    for r in op.results:
-        for u in r.uses:
-            if u.owner.name.startswith("linalg."):
-                return False
-    return True
+    return not any(u.name.startswith("linalg.") for r in op.results for u in _users_through_reshapes(r))
+
+
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
+"""Ops IREE folds away when it forms dispatches: a linalg op behind one is still a neighbour."""
+
+
+def _producer_through_reshapes(value: ir.Value):
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    while owner is not None and owner.name in _RESHAPES:
+        source = owner.operands[0]
+        owner = source.owner if isinstance(source, ir.OpResult) else None
+    return owner
+
+
+def _users_through_reshapes(value: ir.Value) -> list:
+    users = []
+    for use in value.uses:
+        user = use.owner
+        if user.name in _RESHAPES:
+            users += _users_through_reshapes(user.results[0])
+        else:
+            users.append(user)
+    return users
 
 
 def _collapse(op: ir.Operation) -> ir.Operation:

@@ -126,7 +126,8 @@ def versions() -> dict:
 
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
-            output_storage: bool | None = None, transient_storage: bool = True, **options) -> CompiledModule:
+            output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
+            **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -140,6 +141,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     transient_storage: intermediates live in one buffer that the module allocates on its first
       call and reuses (True, the default), or IREE allocates and frees them on every call
       (False: less memory held between calls, slower calls; see bench/NOTES.md §9).
+    iree_flags: extra iree-compile flags, after braze's own (e.g. ['--iree-hal-memoization=false']).
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -179,8 +181,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     t0 = time.perf_counter()
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
-    compiled = backend.compile_for_target(buffer.getvalue(), tgt, output_storage=output_storage,
-                                          transient_storage=transient_storage)
+    compiled = backend.compile_for_target(buffer.getvalue(), tgt, list(iree_flags or []),
+                                          output_storage=output_storage, transient_storage=transient_storage)
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
