@@ -126,36 +126,43 @@ MATMUL_CANDIDATES = {
     "f32": [MatmulConfig.parse_short(t) for t in (
         "simt:128x64:8:8x4:16x16", "simt:64x64:16:4x4:16x16", "simt:64x32:16:4x2:16x16",
         "simt:32x32:8:2x2:16x16", "simt:128x128:8:8x8:16x16", "simt:64x128:8:4x8:16x16",
-        "simt:64x64:8:4x4:16x16", "simt:64x32:8:4x2:16x16")],
+        "simt:64x64:8:4x4:16x16", "simt:64x32:8:4x2:16x16", "simt:128x64:16:8x4:16x16",
+        "simt:128x64:32:8x4:16x16", "simt:64x64:32:4x4:16x16", "simt:64x32:32:4x2:16x16")],
     "bf16": [MatmulConfig.parse_short(t) for t in (
         "mma:128x128:4:4x8:128:3", "mma:128x64:4:4x4:128:3", "mma:64x64:4:2x4:128:3",
         "mma:128x256:4:4x8:256:3", "mma:128x128:4:2x8:256:3", "mma:64x128:4:2x8:128:3",
-        "mma:64x64:2:2x4:128:4", "mma:32x128:4:1x8:128:3")],
+        "mma:64x64:2:2x4:128:4", "mma:32x128:4:1x8:128:3", "mma:128x64:8:4x4:128:3",
+        "mma:64x64:8:2x4:128:3")],
 }
 """Tile configurations the autotuner measures for each input element type."""
 
 MATMUL_PREFERENCE = {
     "f32": [("simt:128x64:8:8x4:16x16", 2), ("simt:64x64:16:4x4:16x16", 2), ("simt:64x32:16:4x2:16x16", 2),
             ("simt:32x32:8:2x2:16x16", 0)],
+    "f32_tb": [("simt:128x64:32:8x4:16x16", 2), ("simt:64x64:32:4x4:16x16", 2), ("simt:64x32:32:4x2:16x16", 2),
+               ("simt:32x32:8:2x2:16x16", 0)],
     "bf16": [("mma:128x128:4:4x8:128:3", 4), ("mma:128x64:4:4x4:128:3", 2), ("mma:64x64:4:2x4:128:3", 2)],
 }
 """The cost model: (configuration, waves) in order of preference; the first that divides the
-matmul and gives at least `waves` workgroups per SM wins. Fitted to kernel times (ncu) of 18
+matmul and gives at least `waves` workgroups per SM wins. Fitted to kernel times (ncu) of 30
 matmul shapes from the bench's layers on the H200, where it picks the measured winner or one
-within 5% of it in every case (bench/NOTES.md §10): float32 wants about two workgroups per SM
-and 16-deep K steps on 64-wide tiles; for bfloat16, IREE's own choice beat every candidate
-on the shapes too small for two waves of 128 x 64 tiles, so those keep it."""
+within 10% of it in every case (bench/NOTES.md §10): float32 wants about two workgroups per SM,
+and K steps of 16 (32 when B is a transposed weight, read along K: `f32_tb`); for bfloat16,
+IREE's own choice beat every candidate on the shapes too small for two waves of 128 x 64
+tiles, so those keep it."""
 
 
-def choose_matmul_config(batch: int, m: int, n: int, k: int, element: str, target: str) -> MatmulConfig | None:
+def choose_matmul_config(batch: int, m: int, n: int, k: int, element: str, target: str,
+                         transposed_b: bool = False) -> MatmulConfig | None:
     """The cost model's tiles (MATMUL_PREFERENCE); None: IREE's default.
 
-    float32 always gets tiles (IREE's default runs these shapes 3-10x slower): when none
+    float32 always gets tiles (IREE's default runs these shapes 3-15x slower): when none
     reaches its waves, the candidate with the most workgroups among those that divide.
     """
     sms = SM_COUNT.get(target, 132)
     count = lambda c: batch * (m // c.workgroup[0]) * (n // c.workgroup[1])  # noqa: E731
-    preference = [(MatmulConfig.parse_short(t), waves) for t, waves in MATMUL_PREFERENCE.get(element, [])]
+    key = element + "_tb" if transposed_b and element + "_tb" in MATMUL_PREFERENCE else element
+    preference = [(MatmulConfig.parse_short(t), waves) for t, waves in MATMUL_PREFERENCE.get(key, [])]
     fits = [(c, waves) for c, waves in preference if c.divides(m, n, k)]
     for config, waves in fits:
         if count(config) >= waves * sms:
@@ -304,7 +311,7 @@ class ConfigureKernelsPass(ModulePass):
                     return config
             except (KeyError, ValueError):
                 pass  # a damaged cache entry: the cost model decides
-        return choose_matmul_config(batch, m, n, k, element, self.target)
+        return choose_matmul_config(batch, m, n, k, element, self.target, rhs_transposed(op))
 
     def config_for(self, op: ir.Operation) -> KernelConfig | None:
         from braze import tuning
@@ -339,21 +346,46 @@ def matmul_shape(op: ir.Operation) -> tuple[int, int, int, int, str] | None:
 
 
 def matmul_signature(op: ir.Operation) -> str | None:
-    """A key for one matmul kernel: 'matmul_1024x768x768_bf16' (M x N x K), 'batch_matmul_96x128x128x64_f32'."""
+    """A key for one matmul kernel: 'matmul_1024x768x768_bf16' (M x N x K), 'batch_matmul_96x128x128x64_f32';
+    'matmul_tb_...' when the right operand is a transposed tensor (a Linear's weight), which IREE
+    folds into the matmul: its tiles then read B along K, a different kernel to tune."""
     shape = matmul_shape(op)
     if shape is None:
         return None
     batch, m, n, k, element = shape
-    if op.name == "linalg.batch_matmul":
-        return f"batch_matmul_{batch}x{m}x{n}x{k}_{element}"
-    return f"matmul_{m}x{n}x{k}_{element}"
+    kind = "batch_matmul" if op.name == "linalg.batch_matmul" else "matmul"
+    tb = "tb_" if rhs_transposed(op) else ""
+    dims = f"{batch}x{m}x{n}x{k}" if kind == "batch_matmul" else f"{m}x{n}x{k}"
+    return f"{kind}_{tb}{dims}_{element}"
 
 
-def configured_matmul_signatures(module_op: ir.Operation) -> list[str]:
-    """Signatures of the matmuls this pass configured in a module, in order, without repeats."""
+def rhs_transposed(op: ir.Operation) -> bool:
+    """Whether the matmul's right operand is a linalg.transpose swapping its last two dimensions
+    (seen through torch-mlir's bf16 -> f32 extf generic)."""
+    value = list(op.operands)[1]
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is not None and owner.name == "linalg.generic" and _is_extf(owner):
+        value = owner.operands[0]
+        owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is None or owner.name != "linalg.transpose":
+        return False
+    perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+    return perm[-2:] == [len(perm) - 1, len(perm) - 2] and perm[:-2] == list(range(len(perm) - 2))
+
+
+def _is_extf(op: ir.Operation) -> bool:
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    return len(op.operands) == 2 and body == ["arith.extf", "linalg.yield"]
+
+
+def configured_matmul_signatures(module_op: ir.Operation, configured_only: bool = True) -> list[str]:
+    """Signatures of the matmuls this pass configured in a module (or of every matmul it could
+    tile, configured_only=False), in order, without repeats."""
     from braze.irutil import all_ops
 
-    found = [matmul_signature(op) for op in all_ops(module_op) if MATMUL_ATTR in op.attributes]
+    found = [matmul_signature(op) for op in all_ops(module_op)
+             if op.name in ("linalg.matmul", "linalg.batch_matmul")
+             and (MATMUL_ATTR in op.attributes if configured_only else matmul_shape(op) is not None)]
     return list(dict.fromkeys(found))
 
 
@@ -361,10 +393,8 @@ def _source_element_type(value: ir.Value) -> str:
     """The element type a matmul operand really has: torch-mlir feeds bf16 matmuls through an
     `arith.extf` generic to f32, which IREE fuses back into a bf16 MMA matmul."""
     owner = value.owner if isinstance(value, ir.OpResult) else None
-    if owner is not None and owner.name == "linalg.generic" and len(owner.operands) == 2:
-        body = [o.operation.name for o in owner.regions[0].blocks[0].operations]
-        if body == ["arith.extf", "linalg.yield"]:
-            return str(ir.ShapedType(owner.operands[0].type).element_type)
+    if owner is not None and owner.name == "linalg.generic" and _is_extf(owner):
+        return str(ir.ShapedType(owner.operands[0].type).element_type)
     return str(ir.ShapedType(value.type).element_type)
 
 

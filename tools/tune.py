@@ -47,23 +47,32 @@ def _kernel_signatures(model, args, target: str) -> list[str]:
 
 class MatMul:
     """Builds the standalone model for a matmul signature ('matmul_MxNxK_dtype',
-    'batch_matmul_BxMxNxK_dtype'): inputs a (M x K) and b (K x N), batched when B is given."""
+    'batch_matmul_BxMxNxK_dtype', 'matmul_tb_...'): inputs a (M x K) and b (K x N), batched when
+    B is given; with tb, b is given as N x K and transposed inside the model (a Linear's weight)."""
 
     def __init__(self, signature: str):
-        kind, _, rest = signature.rpartition("_")[0].partition("matmul_")
-        dims = [int(d) for d in rest.split("x")]
+        import re
+
+        found = re.fullmatch(r"(batch_)?matmul_(tb_)?([0-9x]+)_(\w+)", signature)
+        if found is None:
+            raise ValueError(f"not a matmul signature: {signature!r}")
         self.signature = signature
-        self.dtype = signature.rsplit("_", 1)[1]
-        self.batched = kind == "batch_"
+        self.batched, self.transposed, self.dtype = bool(found[1]), bool(found[2]), found[4]
+        dims = [int(d) for d in found[3].split("x")]
         batch, (m, n, k) = (dims[0], dims[1:]) if self.batched else (None, dims)
+        self.batch, self.m, self.n, self.k = batch or 1, m, n, k
         lead = (batch,) if self.batched else ()
-        self.shapes = [lead + (m, k), lead + (k, n)]
+        self.shapes = [lead + (m, k), lead + ((n, k) if self.transposed else (k, n))]
 
     def build(self, device: str = "cpu"):
         import torch
 
+        transposed = self.transposed
+
         class Model(torch.nn.Module):
             def forward(self, a, b):
+                if transposed:
+                    b = b.transpose(-1, -2)
                 return torch.bmm(a, b) if a.dim() == 3 else a @ b
 
         gen = torch.Generator().manual_seed(0)
@@ -80,7 +89,7 @@ def _matmul_signatures(model, args, target: str) -> list[str]:
     imported = frontend.import_model(model, tuple(args))
     with imported.context:
         registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
-        return configured_matmul_signatures(imported.module.operation)
+        return configured_matmul_signatures(imported.module.operation, configured_only=False)
 
 
 def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:
@@ -95,8 +104,7 @@ def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: 
     for sig in signatures:
         mm = MatMul(sig)
         model, args = mm.build()
-        dims = [int(d) for d in sig.rsplit("_", 2)[-2].split("x")]
-        batch, (m, n, k) = (dims[0], dims[1:]) if mm.batched else (1, dims)
+        batch, m, n, k = mm.batch, mm.m, mm.n, mm.k
         entry = {"kind": "matmul", "signature": sig, "candidates": []}
         for config in MATMUL_CANDIDATES[mm.dtype]:
             if not config.divides(m, n, k):
@@ -111,7 +119,7 @@ def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: 
         braze.compile(model, *args, device="cuda", target=target, pipeline=pipeline).save(
             directory / f"{sig}-iree-default.braze", overwrite=True)
         entry["iree_default"] = f"{sig}-iree-default.braze"
-        choice = choose_matmul_config(batch, m, n, k, mm.dtype, target)
+        choice = choose_matmul_config(batch, m, n, k, mm.dtype, target, mm.transposed)
         entry["cost_model"] = choice.short() if choice else None
         manifest["workloads"].append(entry)
         print(f"{sig}: {len(entry['candidates'])} candidates (cost model: {entry['cost_model']})", flush=True)

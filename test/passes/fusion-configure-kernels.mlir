@@ -165,6 +165,21 @@ func.func @matmul_bf16_via_extf(%a: tensor<1024x64xbf16>, %b: tensor<64x3072xbf1
 
 // -----
 
+// A matmul reading a transposed weight (a Linear: x @ W^T) reads B along K once IREE folds the
+// transpose in: 32-deep K steps (f32_tb); 1024 x 768 takes 64 x 32 tiles for 384 workgroups.
+// CHECK-LABEL: func.func @matmul_transposed_weight
+//       CHECK:   linalg.matmul {braze.matmul_config = "simt workgroup=64,32 reduction=32 thread=4,2 threads=16,16"}
+// MMFORCED-LABEL: func.func @matmul_transposed_weight
+//       MMFORCED:   linalg.matmul {braze.matmul_config = "simt workgroup=64,32 reduction=16 thread=4,2 threads=16,16"}
+func.func @matmul_transposed_weight(%x: tensor<1024x768xf32>, %w: tensor<768x768xf32>, %c: tensor<1024x768xf32>) -> tensor<1024x768xf32> {
+  %e = tensor.empty() : tensor<768x768xf32>
+  %t = linalg.transpose ins(%w : tensor<768x768xf32>) outs(%e : tensor<768x768xf32>) permutation = [1, 0]
+  %0 = linalg.matmul ins(%x, %t : tensor<1024x768xf32>, tensor<768x768xf32>) outs(%c : tensor<1024x768xf32>) -> tensor<1024x768xf32>
+  return %0 : tensor<1024x768xf32>
+}
+
+// -----
+
 // A bf16 matmul too small for two waves of MMA tiles keeps IREE's configuration, which
 // measured faster on such shapes.
 // CHECK-LABEL: func.func @matmul_bf16_small

@@ -119,6 +119,32 @@ def test_matmul_cost_model_counts_workgroups_per_sm():
     assert choose_matmul_config(1, 4096, 4096, 4096, "bf16", "sm_90").short() == "mma:128x128:4:4x8:128:3"
     # Nothing divides 100 rows: IREE's default.
     assert choose_matmul_config(1, 100, 96, 64, "f32", "sm_90") is None
+    # A transposed weight (read along K) takes 32-deep K steps.
+    assert choose_matmul_config(1, 1024, 768, 768, "f32", "sm_90", transposed_b=True).short() == \
+        "simt:64x32:32:4x2:16x16"
+
+
+def test_linear_weight_is_a_transposed_b_signature():
+    """A Linear's matmul reads its weight transposed: its own signature, and the tuner's
+    standalone model for that signature reproduces it."""
+    from braze import frontend
+    from braze.passes import registry
+    from braze.passes.configure_kernels import configured_matmul_signatures
+    from braze.tools.tune import MatMul
+
+    def signatures(model, *args):
+        imported = frontend.import_model(model, args)
+        with imported.context:
+            registry.run_pipeline(imported.module, "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
+            return configured_matmul_signatures(imported.module.operation, configured_only=False)
+
+    found = signatures(torch.nn.Linear(256, 128, bias=False).eval(), torch.randn(64, 256))
+    assert found == ["matmul_tb_64x128x256_f32"]
+    model, args = MatMul(found[0]).build()
+    assert [tuple(a.shape) for a in args] == [(64, 256), (128, 256)]
+    assert signatures(model, *args) == found
+    with pytest.raises(ValueError, match="not a matmul signature"):
+        MatMul("conv_1x2x3_f32")
 
 
 def test_tuned_matmul_overrides_the_cost_model(tmp_path, monkeypatch):
@@ -128,7 +154,7 @@ def test_tuned_matmul_overrides_the_cost_model(tmp_path, monkeypatch):
     x = torch.randn(64, 256)
     assert braze.compile(model, x, device="cuda", target="sm_90").report.kernel_configs[0]["config"].startswith(
         "simt workgroup=32,32")
-    tuning.record("matmul_64x128x256_f32", "sm_90", "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16")
+    tuning.record("matmul_tb_64x128x256_f32", "sm_90", "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16")
     tuned = braze.compile(model, x, device="cuda", target="sm_90")
     assert tuned.report.kernel_configs[0]["config"] == "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16"
 
