@@ -6,7 +6,8 @@
 
 import itertools
 import sys
-import time
+
+from _measure import per_call_ms
 
 
 def build(path: str) -> None:
@@ -33,14 +34,7 @@ def run(path: str) -> None:
     spec_in, spec_out = program.signature.inputs[0], program.signature.outputs[0]
 
     def per_call(label, fn, n=500):
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        print(f"{label:50s} {(time.perf_counter() - t) / n * 1e6:8.1f} us")
+        print(f"{label:50s} {per_call_ms(fn, n, warmup=20) * 1e3:8.1f} us")
 
     transients = [program._take_transients([])] if program.transient_storage else []
 

@@ -12,10 +12,10 @@ iree-compile tool. Each variant is timed per call against eager, interleaved.
 """
 
 import os
-import statistics
 import subprocess
 import sys
-import time
+
+from _measure import interleaved_ms
 
 NAMES = ("transformer_encoder", "bert_layer_bf16", "gelu_mlp")
 VARIANTS = {"per-call": [], "memoized": ["--iree-hal-force-indirect-command-buffers=true"]}
@@ -66,14 +66,6 @@ def run(out: str) -> None:
     import braze
     from braze.tools.bench_workloads import WORKLOADS
 
-    def block_ms(fn, n):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) / n * 1e3
-
     print(f"{'workload':22s} {'eager ms':>9s} " + " ".join(f"{v + ' ms':>13s}" for v in VARIANTS) + "  max |memoized - eager|")
     for name in NAMES:
         model, args = WORKLOADS[name].build("cuda")
@@ -83,15 +75,7 @@ def run(out: str) -> None:
             expected = model(*args)
             err = float((modules["memoized"](*args).float() - expected.float()).abs().max())
             fns = {"eager": lambda: model(*args), **{v: (lambda m=m: m(*args)) for v, m in modules.items()}}
-            for fn in fns.values():
-                for _ in range(5):
-                    fn()
-            n = max(5, int(20 / max(block_ms(fns["per-call"], 5), 0.01)))
-            times = {k: [] for k in fns}
-            for _ in range(15):
-                for k, fn in fns.items():
-                    times[k].append(block_ms(fn, n))
-        med = {k: statistics.median(v) for k, v in times.items()}
+            med = interleaved_ms(fns, pace="per-call")
         print(f"{name:22s} {med['eager']:9.3f} " + " ".join(f"{med[v]:13.3f}" for v in VARIANTS) + f"  {err:.2e}",
               flush=True)
 

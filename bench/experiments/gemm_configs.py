@@ -11,9 +11,9 @@ import glob
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+from _measure import per_call_ms
 
 F32 = [((64, 64), 8, (4, 4)), ((128, 64), 8, (8, 4)), ((64, 128), 8, (4, 8)), ((128, 128), 8, (8, 8)),
        ((64, 64), 16, (4, 4)), ((128, 128), 16, (8, 8)), ((32, 64), 8, (2, 4)), ((64, 32), 8, (4, 2))]
@@ -90,14 +90,7 @@ def run(out: str) -> None:
         return res.get_as_object(0, rt.HalBufferView)
 
     def per_call_us(fn, n):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) / n * 1e6
+        return per_call_ms(fn, n, warmup=3) * 1e3
 
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((1024, 768), dtype=np.float32), rng.standard_normal((768, 768), dtype=np.float32)

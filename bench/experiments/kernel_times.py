@@ -10,9 +10,10 @@ default configuration), the same chain with braze's kernel configuration, and
 TransformerEncoderLayer(768, 12, 3072) at 8x128 without and with braze's passes, then in torch eager.
 """
 
-import csv
 import os
 import sys
+
+from _measure import ncu_kernels
 
 
 def build(out: str) -> None:
@@ -56,11 +57,8 @@ def run(out: str) -> None:
 
 
 def table(path: str) -> None:
-    rows = [r for r in csv.reader(open(path)) if len(r) > 10]
-    header, rows = rows[0], rows[1:]
-    name, value = header.index("Kernel Name"), header.index("Metric Value")
-    for r in rows:
-        print(f"{float(r[value].replace(',', '')) / 1000:9.1f} us  {r[name][:90]}")
+    for name, us in ncu_kernels(path):
+        print(f"{us:9.1f} us  {name[:90]}")
 
 
 if __name__ == "__main__":

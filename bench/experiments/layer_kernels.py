@@ -9,9 +9,10 @@
 (a 1-element torch fill), so `table` can say which kernels belong to which.
 """
 
-import csv
 import os
 import sys
+
+from _measure import ncu_kernels
 
 LAYERS = ("transformer_encoder", "bert_layer", "transformer_encoder_bf16", "bert_layer_bf16")
 
@@ -48,20 +49,16 @@ def run(path: str, name: str) -> None:
 
 
 def table(path: str) -> None:
-    rows = [r for r in csv.reader(open(path)) if len(r) > 10]
-    header, rows = rows[0], rows[1:]
-    name, value = header.index("Kernel Name"), header.index("Metric Value")
     part, totals = None, {}
-    for r in rows:
-        us = float(r[value].replace(",", "")) / 1000
-        if "FillFunctor" in r[name] and us < 5 and part in (None, "braze"):
+    for name, us in ncu_kernels(path):
+        if "FillFunctor" in name and us < 5 and part in (None, "braze"):
             part = "braze" if part is None else "eager"
             print(f"-- {part}")
             continue
         if part is None:
             continue
         totals[part] = totals.get(part, 0.0) + us
-        print(f"{us:9.1f} us  {r[name][:110]}")
+        print(f"{us:9.1f} us  {name[:110]}")
     print("   ".join(f"{k}: {v:.1f} us of kernels" for k, v in totals.items()))
 
 

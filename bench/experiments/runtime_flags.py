@@ -7,7 +7,8 @@
 import os
 import subprocess
 import sys
-import time
+
+from _measure import per_call_ms
 
 FLAG_SETS = [[], ["--cuda_use_streams=true"], ["--cuda_use_streams=true", "--cuda_allow_inline_execution=true"],
              ["--cuda_async_allocations=false"]]
@@ -39,16 +40,6 @@ def child(out: str) -> None:
 
     import braze
     from braze.tools.bench_workloads import WORKLOADS
-
-    def per_call_ms(fn, n):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) / n * 1e3
 
     parts = []
     for name in LAYERS:

@@ -9,9 +9,9 @@ call). The run interleaves eager, off and on in rounds, so all three see the sam
 """
 
 import os
-import statistics
 import sys
-import time
+
+from _measure import interleaved_ms
 
 NAMES = ("transformer_encoder", "bert_layer", "transformer_encoder_bf16", "bert_layer_bf16", "gelu_mlp",
          "attention", "elementwise_chain")
@@ -36,14 +36,6 @@ def run(out: str) -> None:
     import braze
     from braze.tools.bench_workloads import WORKLOADS
 
-    def block_ms(fn, n):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) / n * 1e3
-
     print(f"{'workload':26s} {'eager ms':>9s} {'off ms':>9s} {'on ms':>9s} {'off/on':>7s} {'on vs eager':>12s} "
           f"{'transient MiB':>14s} {'max |on-eager|':>15s}")
     for name in NAMES:
@@ -60,16 +52,7 @@ def run(out: str) -> None:
             def eager():
                 model(*args)
 
-            fns = {"eager": eager, "off": lambda: off(*args), "on": lambda: on(*args)}
-            for fn in fns.values():
-                for _ in range(5):
-                    fn()
-            n = max(5, int(20 / max(block_ms(fns["off"], 5), 0.01)))  # ~20 ms per block
-            times = {k: [] for k in fns}
-            for _ in range(15):
-                for k, fn in fns.items():
-                    times[k].append(block_ms(fn, n))
-        med = {k: statistics.median(v) for k, v in times.items()}
+            med = interleaved_ms({"eager": eager, "off": lambda: off(*args), "on": lambda: on(*args)}, pace="off")
         print(f"{name:26s} {med['eager']:9.3f} {med['off']:9.3f} {med['on']:9.3f} {med['off'] / med['on']:6.2f}x "
               f"{med['eager'] / med['on']:11.2f}x {on.program.transient_bytes / 2**20:14.1f} {err:15.2e}", flush=True)
 

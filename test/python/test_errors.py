@@ -301,3 +301,13 @@ def test_runtime_flags_from_environment():
     assert "[0. 2. 0. 4.]" in ok.stdout, ok.stderr
     bad = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--no_such_flag=1")
     assert "BrazeError: BRAZE_IREE_RUNTIME_FLAGS='--no_such_flag=1' is not accepted" in bad.stdout, bad.stderr
+
+
+def test_bad_iree_flag_is_a_compile_error():
+    """iree_flags reach iree-compile; one it does not know is a braze error naming it."""
+    model = torch.nn.ReLU()
+    with pytest.raises(braze.CompileError, match="--no-such-iree-flag"):
+        braze.compile(model, torch.randn(4), iree_flags=["--no-such-iree-flag=1"])
+    ok = braze.compile(model, torch.randn(4), iree_flags=["--iree-opt-level=O2"])
+    x = torch.randn(4)
+    torch.testing.assert_close(ok(x), torch.relu(x))
