@@ -299,6 +299,9 @@ except braze.BrazeError as e:
 def test_runtime_flags_from_environment():
     ok = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--task_topology_group_count=1")
     assert "[0. 2. 0. 4.]" in ok.stdout, ok.stderr
+    # braze's default (--cuda_use_streams=false) can be overridden, and neither breaks the CPU.
+    streams = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--cuda_use_streams=true")
+    assert "[0. 2. 0. 4.]" in streams.stdout, streams.stderr
     bad = _in_fresh_process(RUNTIME_FLAG_SCRIPT, "--no_such_flag=1")
     assert "BrazeError: BRAZE_IREE_RUNTIME_FLAGS='--no_such_flag=1' is not accepted" in bad.stdout, bad.stderr
 
