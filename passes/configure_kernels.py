@@ -136,13 +136,13 @@ MATMUL_CANDIDATES = {
 }
 """Tile configurations the autotuner measures for each input element type."""
 
-MATMUL_PREFERENCE = {
+MATMUL_PREFERENCE = {key: [(MatmulConfig.parse_short(t), waves) for t, waves in entries] for key, entries in {
     "f32": [("simt:128x64:8:8x4:16x16", 2), ("simt:64x64:16:4x4:16x16", 2), ("simt:64x32:16:4x2:16x16", 2),
             ("simt:32x32:8:2x2:16x16", 0)],
     "f32_tb": [("simt:128x64:32:8x4:16x16", 2), ("simt:64x64:32:4x4:16x16", 2), ("simt:64x32:32:4x2:16x16", 2),
                ("simt:32x32:8:2x2:16x16", 0)],
     "bf16": [("mma:128x128:4:4x8:128:3", 4), ("mma:128x64:4:4x4:128:3", 2), ("mma:64x64:4:2x4:128:3", 2)],
-}
+}.items()}
 """The cost model: (configuration, waves) in order of preference; the first that divides the
 matmul and gives at least `waves` workgroups per SM wins. Fitted to kernel times (ncu) of 30
 matmul shapes from the bench's layers on the H200, where it picks the measured winner or one
@@ -162,8 +162,7 @@ def choose_matmul_config(batch: int, m: int, n: int, k: int, element: str, targe
     sms = SM_COUNT.get(target, 132)
     count = lambda c: batch * (m // c.workgroup[0]) * (n // c.workgroup[1])  # noqa: E731
     key = element + "_tb" if transposed_b and element + "_tb" in MATMUL_PREFERENCE else element
-    preference = [(MatmulConfig.parse_short(t), waves) for t, waves in MATMUL_PREFERENCE.get(key, [])]
-    fits = [(c, waves) for c, waves in preference if c.divides(m, n, k)]
+    fits = [(c, waves) for c, waves in MATMUL_PREFERENCE.get(key, []) if c.divides(m, n, k)]
     for config, waves in fits:
         if count(config) >= waves * sms:
             return config

@@ -34,15 +34,21 @@ CANDIDATES = [
 """(workgroup elements, elements per thread, threads per workgroup) tried by default."""
 
 
-def _kernel_signatures(model, args, target: str) -> list[str]:
+def _signatures(model, args, target: str, collect) -> list[str]:
+    """`collect(module_op)` on the model as braze configures it for the target."""
     from braze import frontend
     from braze.passes import registry
-    from braze.passes.configure_kernels import configured_signatures
 
     imported = frontend.import_model(model, tuple(args))
     with imported.context:
         registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
-        return configured_signatures(imported.module.operation)
+        return collect(imported.module.operation)
+
+
+def _kernel_signatures(model, args, target: str) -> list[str]:
+    from braze.passes.configure_kernels import configured_signatures
+
+    return _signatures(model, args, target, configured_signatures)
 
 
 class MatMul:
@@ -82,14 +88,10 @@ class MatMul:
 
 
 def _matmul_signatures(model, args, target: str) -> list[str]:
-    from braze import frontend
-    from braze.passes import registry
+    """Every matmul braze could tile, configured or not (IREE's default is a candidate too)."""
     from braze.passes.configure_kernels import configured_matmul_signatures
 
-    imported = frontend.import_model(model, tuple(args))
-    with imported.context:
-        registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
-        return configured_matmul_signatures(imported.module.operation, configured_only=False)
+    return _signatures(model, args, target, lambda op: configured_matmul_signatures(op, configured_only=False))
 
 
 def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:

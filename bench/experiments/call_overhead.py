@@ -36,7 +36,7 @@ def run(path: str) -> None:
     def per_call(label, fn, n=500):
         print(f"{label:50s} {per_call_ms(fn, n, warmup=20) * 1e3:8.1f} us")
 
-    transients = [program._take_transients([])] if program.transient_storage else []
+    transients = [program._take_transients()] if program.transient_storage else []
 
     def invoke(view, buffer):
         args = rt.VmVariantList(3)

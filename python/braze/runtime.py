@@ -117,18 +117,13 @@ class Program:
         """Bytes of the buffer that holds a call's intermediates (0 without transient storage)."""
         self._imported: list = [None] * len(signature.inputs)  # (tensor, data_ptr, dtype, shape, view)
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
-        self._transient_size_fn = None
         if transient_storage:
-            reflection = self._fn.reflection
-            constant = reflection.get("iree.abi.transients.size.constant")
-            if constant is not None:
-                self.transient_bytes = int(constant)
-            else:  # sizes that depend on the arguments: ask the program on every call
-                self._transient_size_fn = self._vm_module.lookup_function(
-                    reflection.get("iree.abi.transients.size", "main_transients_size"))
-                if self._transient_size_fn is None:
-                    raise ArtifactError(f"{source} takes transient storage but has no size query; "
-                                        "recompile it with braze.compile()")
+            # braze compiles static shapes, so IREE states the size as a constant.
+            constant = self._fn.reflection.get("iree.abi.transients.size.constant")
+            if constant is None:
+                raise ArtifactError(f"{source} takes transient storage but declares no constant size for it; "
+                                    "recompile it with braze.compile()")
+            self.transient_bytes = int(constant)
 
     # -- arguments -----------------------------------------------------------
 
@@ -229,7 +224,7 @@ class Program:
         refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
             refs += storage or [self._allocate(spec) for spec in outputs]
-        transients = self._take_transients(refs) if self.transient_storage else None
+        transients = self._take_transients() if self.transient_storage else None
         if transients is not None:
             refs.append(transients)
         args = rt.VmVariantList(len(refs))
@@ -249,27 +244,16 @@ class Program:
                 self._idle_transients.append(transients)
         return [results.get_as_object(i, rt.HalBufferView) for i in range(len(outputs))]
 
-    def _take_transients(self, refs: list):
+    def _take_transients(self):
         """A storage buffer for this call's intermediates: an idle one, or a new one.
 
         Buffers are kept for the next call; calls running at the same time (threads) each
         take their own, so they never share intermediates.
         """
-        size = self.transient_bytes
-        if self._transient_size_fn is not None:
-            query = rt.VmVariantList(1)
-            probe = rt.VmVariantList(len(refs) + 1)
-            for ref in refs + [self._allocate_bytes(1)]:
-                probe.push_ref(ref)
-            self._context.invoke(self._transient_size_fn, probe, query)
-            size = query.get_variant(0)
         try:
-            buffer = self._idle_transients.pop()
+            return self._idle_transients.pop()
         except IndexError:
-            buffer = None
-        if buffer is None or buffer.byte_length() < size:
-            buffer = self._allocate_bytes(size)
-        return buffer
+            return self._allocate_bytes(self.transient_bytes)
 
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
         """Run the program; return numpy arrays on the host."""

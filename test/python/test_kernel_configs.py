@@ -127,22 +127,13 @@ def test_matmul_cost_model_counts_workgroups_per_sm():
 def test_linear_weight_is_a_transposed_b_signature():
     """A Linear's matmul reads its weight transposed: its own signature, and the tuner's
     standalone model for that signature reproduces it."""
-    from braze import frontend
-    from braze.passes import registry
-    from braze.passes.configure_kernels import configured_matmul_signatures
-    from braze.tools.tune import MatMul
+    from braze.tools.tune import MatMul, _matmul_signatures
 
-    def signatures(model, *args):
-        imported = frontend.import_model(model, args)
-        with imported.context:
-            registry.run_pipeline(imported.module, "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
-            return configured_matmul_signatures(imported.module.operation, configured_only=False)
-
-    found = signatures(torch.nn.Linear(256, 128, bias=False).eval(), torch.randn(64, 256))
+    found = _matmul_signatures(torch.nn.Linear(256, 128, bias=False).eval(), [torch.randn(64, 256)], "sm_90")
     assert found == ["matmul_tb_64x128x256_f32"]
     model, args = MatMul(found[0]).build()
     assert [tuple(a.shape) for a in args] == [(64, 256), (128, 256)]
-    assert signatures(model, *args) == found
+    assert _matmul_signatures(model, args, "sm_90") == found
     with pytest.raises(ValueError, match="not a matmul signature"):
         MatMul("conv_1x2x3_f32")
 
