@@ -314,3 +314,18 @@ def test_bad_iree_flag_is_a_compile_error():
     ok = braze.compile(model, torch.randn(4), iree_flags=["--iree-opt-level=O2"])
     x = torch.randn(4)
     torch.testing.assert_close(ok(x), torch.relu(x))
+
+
+def test_artifact_claiming_transient_storage_it_lacks(tmp_path):
+    """Metadata that says main takes transient storage, over a program that does not: a clear error."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU()).eval()
+    path = tmp_path / "m.braze"
+    braze.compile(model, torch.randn(4, 6), transient_storage=False).save(path)
+
+    def claim(meta):
+        meta["abi"]["transient_storage"] = True
+        return meta
+
+    _rewrite(path, meta_fn=claim)
+    with pytest.raises(braze.ArtifactError, match="declares no constant size"):
+        braze.load(path)
