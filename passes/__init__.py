@@ -3,6 +3,7 @@
 from . import registry
 from .registry import PASSES, PIPELINES, ModulePass, parse_pipeline, register, run_pipeline
 
-from . import configure_kernels, fold_broadcast_matmul, form_groups, lower_to_linalg, report, pipelines  # noqa: E402,F401  (registration)
+from . import (configure_kernels, conv_to_matmul, fold_broadcast_matmul, form_groups, lower_to_linalg,  # noqa: E402,F401
+               pad_matmuls, pipelines, report)  # (registration)
 
 __all__ = ["PASSES", "PIPELINES", "ModulePass", "parse_pipeline", "register", "run_pipeline", "registry"]

@@ -39,11 +39,13 @@ from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
 
+from .conv_to_matmul import IM2COL_ATTR
 from .form_groups import byte_width, remap_operands
 from .registry import ModulePass, option, register
 
 CONFIG_ATTR = "braze.kernel_config"
-"""Discardable attribute: 'workgroup=N thread=N threads=N' on a 1-D elementwise generic."""
+"""Discardable attribute: 'workgroup=N thread=N threads=N' on a 1-D elementwise generic, or one
+comma-separated entry per dimension on an im2col copy (choose_im2col_config)."""
 
 MATMUL_ATTR = "braze.matmul_config"
 """Discardable attribute on a linalg.matmul or linalg.batch_matmul: its tiles (MatmulConfig.text)."""
@@ -198,6 +200,29 @@ class KernelConfig:
         return cls(int(fields["workgroup"]), int(fields["thread"]), int(fields["threads"]))
 
 
+def choose_im2col_config(shape: list[int], element_bytes: int, threads: int = 256) -> str:
+    """Tiles for an im2col copy (fusion-conv-to-matmul) over (C, KH, KW, N, OH, OW), as
+    'workgroup=... thread=... threads=N' with one entry per dimension.
+
+    Each thread writes up to 16 bytes of one output row (OW innermost, the contiguous dimension
+    on both sides); a workgroup takes whole rows, then whole images of rows, then more of the
+    outer dimensions, while it stays within `threads` threads."""
+    per_thread = max(1, 16 // element_bytes)
+    while shape[-1] % per_thread:
+        per_thread //= 2
+    thread = [1] * (len(shape) - 1) + [per_thread]
+    workgroup = [1] * (len(shape) - 1) + [shape[-1]]
+    used = shape[-1] // per_thread
+    for d in range(len(shape) - 2, -1, -1):
+        tile = max((t for t in range(1, shape[d] + 1) if shape[d] % t == 0 and used * t <= threads), default=1)
+        workgroup[d] = tile
+        used *= tile
+        if tile < shape[d]:
+            break
+    join = lambda v: ",".join(map(str, v))  # noqa: E731
+    return f"workgroup={join(workgroup)} thread={join(thread)} threads={used}"
+
+
 def configured_signatures(module_op: ir.Operation) -> list[str]:
     """Kernel signatures of the 1-D kernels this pass configured in a module."""
     from braze.irutil import all_ops
@@ -265,12 +290,21 @@ class ConfigureKernelsPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         candidates = []
 
+        copies = []
+
         def visit(op):
-            if op.name == "linalg.generic" and _standalone_elementwise(op):
+            if op.name == "linalg.generic" and IM2COL_ATTR in op.attributes:
+                copies.append(op)
+            elif op.name == "linalg.generic" and _standalone_elementwise(op):
                 candidates.append(op)
             return ir.WalkResult.ADVANCE
 
         module.walk(visit)
+        if self.target:
+            for op in copies:
+                shape = list(ir.ShapedType(op.results[0].type).shape)
+                op.attributes[CONFIG_ATTR] = ir.StringAttr.get(
+                    choose_im2col_config(shape, byte_width(op.results[0].type), self.threads))
         if self.target and self.matmuls:
             self._configure_matmuls(module)
         for op in candidates:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from braze._mlir import ir, tensor
 
 from .registry import ModulePass, register
+from .template import inline_template
 
 
 @register
@@ -71,24 +72,18 @@ def _broadcast_source(value: ir.Value) -> ir.Value | None:
     return owner.operands[0]
 
 
-def _matmul(a: ir.Value, b: ir.Value, init: ir.Value) -> ir.Value:
-    """A linalg.matmul at the current insertion point, cloned from parsed IR.
+def _matmul(a: ir.Value, b: ir.Value, init: ir.Value, before: ir.Operation) -> ir.Value:
+    """A linalg.matmul before `before`, from parsed IR (see template.py).
 
     The Python builder `linalg.matmul(...)` makes an op whose bytecode crashed IREE 3.13's
     reader (segmentation fault in iree-compile, in process); a parsed op serializes the way
     IREE expects.
     """
     ta, tb, tc = (str(v.type) for v in (a, b, init))
-    scratch = ir.Module.parse(
-        f"func.func @f(%a: {ta}, %b: {tb}, %c: {tc}) -> {tc} {{\n"
-        f"  %0 = linalg.matmul ins(%a, %b : {ta}, {tb}) outs(%c : {tc}) -> {tc}\n"
-        f"  return %0 : {tc}\n}}"
-    )
-    template = scratch.body.operations[0].regions[0].blocks[0].operations[0]
-    clone = template.operation.clone()
-    for i, v in enumerate((a, b, init)):
-        clone.operands[i] = v
-    return clone.results[0]
+    text = (f"func.func @f(%a: {ta}, %b: {tb}, %c: {tc}) -> {tc} {{\n"
+            f"  %0 = linalg.matmul ins(%a, %b : {ta}, {tb}) outs(%c : {tc}) -> {tc}\n"
+            f"  return %0 : {tc}\n}}")
+    return inline_template(text, [a, b, init], before)
 
 
 def _fold(op: ir.Operation, w: ir.Value) -> None:
@@ -102,7 +97,7 @@ def _fold(op: ir.Operation, w: ir.Value) -> None:
     with op.location, ir.InsertionPoint(op):
         a2 = tensor.CollapseShapeOp(ir.RankedTensorType.get([b * m, k], at.element_type), a, merge).result
         init2 = tensor.CollapseShapeOp(ir.RankedTensorType.get([b * m, n], it.element_type), init, merge).result
-        product = _matmul(a2, w, init2)
+        product = _matmul(a2, w, init2, op)
         out = tensor.ExpandShapeOp(it, product, merge, [], [b, m, n]).result
     op.results[0].replace_all_uses_with(out)
     op.erase()

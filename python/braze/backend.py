@@ -122,11 +122,13 @@ CONFIG_ATTR = "braze.kernel_config"
 
 
 def _compilation_info(text: str) -> str:
-    """IREE's compilation_info for fusion-configure-kernels' 'workgroup=N thread=N threads=N'."""
+    """IREE's compilation_info for fusion-configure-kernels' 'workgroup=N thread=N threads=N'
+    (one comma-separated entry per dimension for an N-D kernel)."""
     fields = dict(item.split("=", 1) for item in text.split())
+    tiles = lambda key: ", ".join(str(int(v)) for v in fields[key].split(","))  # noqa: E731
     return (
         "#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<"
-        f"{{workgroup = [{int(fields['workgroup'])}], thread = [{int(fields['thread'])}]}}>, "
+        f"{{workgroup = [{tiles('workgroup')}], thread = [{tiles('thread')}]}}>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
         f"workgroup_size = [{int(fields['threads'])}, 1, 1] subgroup_size = 32>>"
     )

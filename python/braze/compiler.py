@@ -21,6 +21,10 @@ from .report import Report
 from .signature import Signature
 from .targets import Target, resolve
 
+ATTENTION_AS_ONE_OP = {"cuda": ("bfloat16", "float16")}
+"""Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §13)."""
+_FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
+
 __version__ = "0.1.0"
 
 
@@ -127,7 +131,7 @@ def versions() -> dict:
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
-            **options) -> CompiledModule:
+            attention: bool | None = None, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -142,6 +146,11 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       call and reuses (True, the default), or IREE allocates and frees them on every call
       (False: less memory held between calls, slower calls; see bench/NOTES.md §9).
     iree_flags: extra iree-compile flags, after braze's own (e.g. ['--iree-hal-memoization=false']).
+    attention: compile softmax(q k^T * c) v, written out or as scaled_dot_product_attention, as
+      one attention op (one IREE dispatch) instead of matmul, softmax, matmul. The default
+      (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §13).
+      IREE 3.13's float32 attention kernel on CUDA and its CPU one ran far slower than the
+      three dispatches, and it cannot compile the op for Vulkan.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -152,10 +161,19 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
 
     pipeline_text = pipeline or (DEFAULT_PIPELINE.name if fusion else BASELINE_PIPELINE.name)
     if pipeline is None and fusion and tgt.device == "cuda":
-        pipeline_text += f",fusion-configure-kernels{{target={tgt.arch}}}"
-    imported = frontend.import_model(model, example_inputs, example_kwargs or {})
+        pipeline_text = (f"fusion-conv-to-matmul{{target={tgt.arch}}},{pipeline_text},"
+                         f"fusion-pad-matmuls{{target={tgt.arch}}},fusion-configure-kernels{{target={tgt.arch}}}")
+    if attention is None:
+        dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
+    else:
+        dtypes = _FLOAT_DTYPES if attention else ()
+    import torch
+
+    imported = frontend.import_model(model, example_inputs, example_kwargs or {},
+                                     attention=frozenset(getattr(torch, d) for d in dtypes))
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)
+    report.attention = dict(imported.attention)
 
     from .report import count_linalg_ops, kernel_configs
 

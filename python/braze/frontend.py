@@ -31,6 +31,10 @@ TORCH_TO_BACKEND = (
     "builtin.module(func.func(torch-match-quantized-custom-ops),"
     "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})"
 )
+TORCH_TO_BACKEND_KEEP_SDPA = TORCH_TO_BACKEND.replace(
+    "extra-library=", "extra-library= backend-legal-ops=aten.scaled_dot_product_attention")
+"""The same, with SDPA left whole: torch-mlir then lowers it to one tm_tensor.attention."""
+
 BACKEND_TO_LINALG = (
     "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true})"
 )
@@ -47,6 +51,9 @@ class ImportedModule:
     """The torch.export ExportedProgram (for error messages and reports)."""
     times: dict[str, float] = field(default_factory=dict)
     """Seconds spent in 'export' and 'import'."""
+    attention: dict[str, int] = field(default_factory=dict)
+    """Attention lowered as one op: {'rewritten': plain-op patterns turned into SDPA,
+    'fused': SDPA calls imported as tm_tensor.attention}; empty when attention=False."""
 
 
 def _model_name(model) -> str:
@@ -81,13 +88,46 @@ def export(model, args: tuple, kwargs: dict):
         ) from e
 
 
-def import_model(model, args: tuple = (), kwargs: dict | None = None) -> ImportedModule:
-    """Export and import a model to linalg-on-tensors IR."""
+def import_model(model, args: tuple = (), kwargs: dict | None = None,
+                 attention: frozenset = frozenset()) -> ImportedModule:
+    """Export and import a model to linalg-on-tensors IR.
+
+    attention: torch dtypes whose attention becomes one tm_tensor.attention op (see
+    braze.attention): softmax(q k^T * c) v written out is rewritten as SDPA, and SDPA is kept
+    whole, when every SDPA call of the model has one of these dtypes (torch-mlir lowers all
+    or none). Where torch-mlir cannot lower an SDPA form, the model is imported again with
+    attention decomposed, as with an empty set.
+    """
     kwargs = kwargs or {}
+    if attention:
+        try:
+            return _import(model, args, kwargs, frozenset(attention))
+        except _AttentionNotLowered:
+            pass
+    return _import(model, args, kwargs, frozenset())
+
+
+class _AttentionNotLowered(Exception):
+    """torch-mlir failed on a module whose SDPA calls were kept whole (its attention lowering
+    covers fewer forms than the decomposition: a 2-D mask, 2-D inputs)."""
+
+
+def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedModule:
     times = {}
     t0 = time.perf_counter()
     exported = export(model, args, kwargs)
     FxImporter, torch_dialect, table = fx_importer()
+    found = {}
+    keep_sdpa = False
+    if attention:
+        from .attention import fuse_attention, sdpa_calls
+
+        found["rewritten"] = fuse_attention(exported.graph_module, attention)
+        calls = sdpa_calls(exported.graph)
+        keep_sdpa = all(dtype in attention for dtype in calls.values())
+        found["fused"] = len(calls) if keep_sdpa else 0
+        if keep_sdpa:
+            table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
     if table:
         with _quiet_torch():
             exported = exported.run_decompositions(table)
@@ -100,10 +140,15 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None) -> Importe
     importer = FxImporter(context=context)
     importer.import_frozen_program(exported, func_name="main")
     module = importer.module
-    _run_lowering(module, context, TORCH_TO_BACKEND, exported, model)
-    _run_lowering(module, context, BACKEND_TO_LINALG, exported, model)
+    try:
+        _run_lowering(module, context, TORCH_TO_BACKEND_KEEP_SDPA if keep_sdpa else TORCH_TO_BACKEND, exported, model)
+        _run_lowering(module, context, BACKEND_TO_LINALG, exported, model)
+    except UnsupportedOpError as e:
+        if keep_sdpa:
+            raise _AttentionNotLowered() from e
+        raise
     times["import"] = time.perf_counter() - t0
-    return ImportedModule(module, context, signature, exported, times)
+    return ImportedModule(module, context, signature, exported, times, found)
 
 
 _ILLEGAL = re.compile(r"failed to legalize operation '([^']+)'")

@@ -31,6 +31,9 @@ class Report:
     fusion_text: str = ""
     kernel_configs: list[dict] = field(default_factory=list)
     """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
+    attention: dict[str, int] = field(default_factory=dict)
+    """Attention compiled as one op: {'fused': how many, 'rewritten': of those, how many were
+    written out as matmul/softmax/matmul}; empty when compile(attention=False)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -58,6 +61,9 @@ class Report:
         rows.append(("linalg ops before fusion", _show(self.linalg_ops_before)))
         rows.append(("linalg ops after fusion", _show(self.linalg_ops_after)))
         rows.append(("fusion groups", str(len(self.groups))))
+        if self.attention:
+            rows.append(("attention as one op", f"{self.attention.get('fused', 0)} "
+                         f"({self.attention.get('rewritten', 0)} from matmul/softmax/matmul)"))
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))

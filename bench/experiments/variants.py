@@ -1,0 +1,155 @@
+"""Compile variants of bench workloads side by side: per-call time against eager, and kernels.
+
+    python bench/experiments/variants.py build DIR [SET]     # here: DIR/WORKLOAD.VARIANT.braze
+    python bench/experiments/variants.py run DIR             # GPU host: interleaved timing
+    ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
+        python bench/experiments/variants.py kernels DIR > k.csv   # GPU host: one call each
+    python bench/experiments/variants.py table k.csv
+
+SET names a group of (workload, variant, compile options) below. `run` interleaves eager and
+every variant of a workload in rounds (bench/experiments/_measure.py), checks each against
+eager, and prints ms per call; `kernels` makes one call of each variant between two marker
+kernels (1-element torch fills), after a first unmarked call, and `table` lists the kernels
+between each pair of markers under the variant's name (the order of DIR/kernels-order.txt).
+"""
+
+import copy
+import os
+import sys
+
+from _measure import interleaved_ms, ncu_kernels
+
+IM2COL = ["--iree-global-opt-use-im2col-for-convs"]
+NO_CONV_PASS = "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}"
+SETS = {
+    # bench/NOTES.md §13: attention as one op (compile(attention=...)).
+    "attention": [
+        (name, variant, {"attention": variant == "one-op"})
+        for name in ("attention", "attention_bf16", "transformer_encoder", "bert_layer",
+                     "transformer_encoder_bf16", "bert_layer_bf16")
+        for variant in ("decomposed", "one-op")
+    ],
+    # bench/NOTES.md §14: convolutions as im2col + matmul. direct: braze without
+    # fusion-conv-to-matmul (IREE's convolution kernels); iree-im2col: IREE's own im2col rewrite
+    # (both kernels on IREE's defaults); braze: the default, fusion-conv-to-matmul and tiles.
+    "conv": [
+        (name, variant, options)
+        for name in ("conv_bn_relu", "resnet18")
+        for variant, options in (("direct", {"pipeline": NO_CONV_PASS}),
+                                 ("iree-im2col", {"pipeline": NO_CONV_PASS, "iree_flags": IM2COL}),
+                                 ("braze", {}))
+    ],
+}
+
+
+def _workload(name: str):
+    """Model and inputs of a bench workload; 'attention_bf16' is braze bench's attention in bfloat16."""
+    import torch
+
+    from braze.tools.bench_workloads import WORKLOADS
+
+    if name == "attention_bf16":
+        model, args = WORKLOADS["attention"].build("cuda")
+        return model.to(torch.bfloat16), [a.to(torch.bfloat16) for a in args]
+    return WORKLOADS[name].build("cuda")
+
+
+def build(out: str, sets: list[str]) -> None:
+    import braze
+
+    os.makedirs(out, exist_ok=True)
+    manifest = []
+    for set_name in sets or list(SETS):
+        for name, variant, options in SETS[set_name]:
+            model, args = _workload(name)
+            m = braze.compile(model, *args, device="cuda", target="sm_90", **options)
+            m.save(os.path.join(out, f"{name}.{variant}.braze"), overwrite=True)
+            manifest.append(f"{name} {variant}")
+            print(f"{name:26s} {variant:12s} {m.report.dispatch_count:3d} dispatches", flush=True)
+    with open(os.path.join(out, "manifest.txt"), "w") as f:
+        f.write("\n".join(manifest) + "\n")
+
+
+def _manifest(out: str) -> dict[str, list[str]]:
+    by_name: dict[str, list[str]] = {}
+    for line in open(os.path.join(out, "manifest.txt")):
+        name, variant = line.split()
+        by_name.setdefault(name, []).append(variant)
+    return by_name
+
+
+def run(out: str) -> None:
+    """Per-call ms against eager, and each contender's largest error against eager and against
+    the same model evaluated in float64 (which of two 16-bit results is closer to the exact one)."""
+    import torch
+
+    import braze
+
+    print(f"{'workload':26s} {'variant':12s} {'ms':>8s} {'vs eager':>9s} {'max |err|':>10s} {'vs f64':>10s}")
+    for name, variants in _manifest(out).items():
+        model, args = _workload(name)
+        model, args = model.cuda(), [a.cuda() for a in args]
+        modules = {v: braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda") for v in variants}
+        with torch.no_grad():
+            exact = copy.deepcopy(model).double()(*[a.double() for a in args])
+            expected = model(*args).float()
+            outs = {v: m(*args).float() for v, m in modules.items()}
+            fns = {"eager": lambda: model(*args)}
+            fns.update({v: (lambda m=m: m(*args)) for v, m in modules.items()})
+            med = interleaved_ms(fns, pace=variants[0])
+        f64 = lambda t: float((t.double() - exact).abs().max())  # noqa: E731
+        print(f"{name:26s} {'eager':12s} {med['eager']:8.3f} {'':9s} {'':10s} {f64(expected):10.2e}", flush=True)
+        for v in variants:
+            err = float((outs[v] - expected).abs().max())
+            print(f"{name:26s} {v:12s} {med[v]:8.3f} {med['eager'] / med[v]:8.2f}x {err:10.2e} {f64(outs[v]):10.2e}",
+                  flush=True)
+
+
+def kernels(out: str) -> None:
+    import torch
+
+    import braze
+
+    marker = torch.empty(1, device="cuda")
+    for name, variants in _manifest(out).items():
+        _, args = _workload(name)
+        args = [a.cuda() for a in args]
+        for v in variants:
+            m = braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda")
+            m(*args)  # load and first-call work outside the marked call
+            torch.cuda.synchronize()
+            marker.fill_(1.0)  # opens the variant's kernels
+            m(*args)
+            marker.fill_(2.0)  # closes them
+            torch.cuda.synchronize()
+    with open(os.path.join(out, "kernels-order.txt"), "w") as f:
+        f.write("\n".join(f"{n} {v}" for n, vs in _manifest(out).items() for v in vs) + "\n")
+
+
+def table(path: str, order: str) -> None:
+    labels = iter(line.strip() for line in open(order) if line.strip())
+    part, total = None, 0.0
+    for name, us in ncu_kernels(path):
+        if "FillFunctor" in name and us < 5:
+            if part is None:
+                part, total = next(labels), 0.0
+                print(f"-- {part}")
+            else:
+                print(f"   {total:9.1f} us of kernels")
+                part = None
+        elif part is not None:
+            total += us
+            print(f"{us:9.1f} us  {name[:110]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "kernels", "table"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "build":
+        build(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "run":
+        run(sys.argv[2])
+    elif sys.argv[1] == "kernels":
+        kernels(sys.argv[2])
+    else:
+        table(sys.argv[2], sys.argv[3])

@@ -1,0 +1,142 @@
+"""fusion-conv-to-matmul: a 2-D convolution as an explicit im2col copy and one matmul.
+
+    %o = linalg.conv_2d_nchw_fchw {strides = [s, s], dilations = [d, d]}
+           ins(%x, %w : tensor<NxCxHxW>, tensor<FxCxKHxKW>) outs(%init : tensor<NxFxOHxOW>)
+  ->
+    %col = linalg.generic                                  (im2col: C*KH*KW rows of N*OH*OW)
+             {(c, kh, kw, n, oh, ow) -> (n, c, oh*s + kh*d, ow*s + kw*d),  -> identity}
+             ins(%x) -> tensor<CxKHxKWxNxOHxOW>            braze.kernel_config = ...
+    %p = linalg.matmul ins(collapse(%w) : FxK, collapse(%col) : KxM) -> tensor<FxM>
+    %o = linalg.generic {(n, f, oh, ow) -> (f, n, oh, ow), identity}      (back to NCHW, + init)
+           ins(expand(%p), %init) -> tensor<NxFxOHxOW>
+
+with K = C*KH*KW and M = N*OH*OW. Each output element is still one K-long dot product of the
+same products, summed in the order (c, kh, kw).
+
+Why: IREE 3.13 compiles a float32 convolution on CUDA with no tensor cores and a direct
+configuration that ran ResNet-18's 3x3 convolutions at 3-4 TFLOP/s on the H200 (24.4 ms of
+kernels for batch 8, against 2.4 ms in eager). As a matmul, fusion-configure-kernels gives the
+contraction the tiles measured for matmuls, and the im2col copy a tiled configuration of its
+own (IREE's `--iree-global-opt-use-im2col-for-convs` makes the same split but leaves both
+kernels on IREE's defaults: 14.0 ms). bench/NOTES.md §14 has the figures.
+
+The im2col copy puts OW innermost so that it reads rows of the input and writes rows of the
+column matrix; the matmul's B operand is then K x M, read along M. The weight's reshape is a
+view and costs nothing. Only static NCHW float convolutions with one group are rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from braze._mlir import ir
+
+from .registry import ModulePass, option, register
+from .template import inline_template
+
+IM2COL_ATTR = "braze.im2col"
+"""Unit attribute marking the im2col copies this pass makes (fusion-configure-kernels tiles them)."""
+
+
+@register
+@dataclass(frozen=True)
+class ConvToMatmulPass(ModulePass):
+    name = "fusion-conv-to-matmul"
+    summary = "Rewrite static NCHW 2-D convolutions as an im2col copy and one linalg.matmul"
+
+    target: str = option("", "GPU target (e.g. sm_90): rewrite only convolutions whose matmul "
+                             "fusion-configure-kernels can tile for it; empty: every one")
+
+    def run(self, module: ir.Operation) -> None:
+        found = []
+
+        def visit(op):
+            if op.name == "linalg.conv_2d_nchw_fchw" and _convertible(op) and self._tiled(op):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        for op in found:
+            _rewrite(op)
+
+
+    def _tiled(self, op: ir.Operation) -> bool:
+        """Whether the matmul gets tiles from fusion-configure-kernels' cost model, padded by
+        fusion-pad-matmuls where no tile divides it."""
+        if not self.target:
+            return True
+        from .configure_kernels import choose_matmul_config
+        from .pad_matmuls import padded
+
+        f, c, kh, kw = ir.RankedTensorType(op.operands[1].type).shape
+        n, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape
+        element = {"f32": "f32", "bf16": "bf16"}.get(str(ir.RankedTensorType(op.operands[1].type).element_type))
+        if element is None:
+            return False
+        m, n, k = f, n * oh * ow, c * kh * kw
+        return any(choose_matmul_config(1, *dims, element, self.target) is not None
+                   for dims in ((m, n, k), padded(m, n, k)))
+
+
+def _ints(op: ir.Operation, name: str) -> list[int]:
+    if name not in op.attributes:
+        return [1, 1]
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _convertible(op: ir.Operation) -> bool:
+    types = [v.type for v in op.operands]
+    if not all(isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape for t in types):
+        return False
+    elements = {str(ir.RankedTensorType(t).element_type) for t in types}
+    return elements <= {"f32", "bf16", "f16"}
+
+
+def _rewrite(op: ir.Operation) -> None:
+    x, w, init = op.operands
+    xt, wt, ot = (ir.RankedTensorType(v.type) for v in (x, w, init))
+    n, c, _, _ = xt.shape
+    f, _, kh, kw = wt.shape
+    _, _, oh, ow = ot.shape
+    sh, sw = _ints(op, "strides")
+    dh, dw = _ints(op, "dilations")
+    k, m = c * kh * kw, n * oh * ow
+    tx, tw, acc = (str(t.element_type) for t in (xt, wt, ot))
+    X, W, O = str(xt), str(wt), str(ot)  # noqa: N806
+    col6 = f"tensor<{c}x{kh}x{kw}x{n}x{oh}x{ow}x{tx}>"
+    par = ", ".join(['"parallel"'] * 6)
+    text = f"""
+func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
+  %e = tensor.empty() : {col6}
+  %col = linalg.generic {{indexing_maps = [
+      affine_map<(c, kh, kw, n, oh, ow) -> (n, c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
+      affine_map<(c, kh, kw, n, oh, ow) -> (c, kh, kw, n, oh, ow)>],
+      iterator_types = [{par}], {IM2COL_ATTR}}}
+      ins(%x : {X}) outs(%e : {col6}) {{
+    ^bb0(%in: {tx}, %out: {tx}):
+      linalg.yield %in : {tx}
+  }} -> {col6}
+  %b = tensor.collapse_shape %col [[0, 1, 2], [3, 4, 5]] : {col6} into tensor<{k}x{m}x{tx}>
+  %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : {W} into tensor<{f}x{k}x{tw}>
+  %zero = arith.constant 0.0 : {acc}
+  %pe = tensor.empty() : tensor<{f}x{m}x{acc}>
+  %p0 = linalg.fill ins(%zero : {acc}) outs(%pe : tensor<{f}x{m}x{acc}>) -> tensor<{f}x{m}x{acc}>
+  %p = linalg.matmul ins(%a, %b : tensor<{f}x{k}x{tw}>, tensor<{k}x{m}x{tx}>)
+         outs(%p0 : tensor<{f}x{m}x{acc}>) -> tensor<{f}x{m}x{acc}>
+  %p4 = tensor.expand_shape %p [[0], [1, 2, 3]] output_shape [{f}, {n}, {oh}, {ow}]
+         : tensor<{f}x{m}x{acc}> into tensor<{f}x{n}x{oh}x{ow}x{acc}>
+  %oe = tensor.empty() : {O}
+  %o = linalg.generic {{indexing_maps = [
+      affine_map<(n, f, oh, ow) -> (f, n, oh, ow)>, affine_map<(n, f, oh, ow) -> (n, f, oh, ow)>,
+      affine_map<(n, f, oh, ow) -> (n, f, oh, ow)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
+      ins(%p4, %init : tensor<{f}x{n}x{oh}x{ow}x{acc}>, {O}) outs(%oe : {O}) {{
+    ^bb0(%in: {acc}, %i: {acc}, %out: {acc}):
+      %s = arith.addf %in, %i : {acc}
+      linalg.yield %s : {acc}
+  }} -> {O}
+  return %o : {O}
+}}"""
+    result = inline_template(text, [x, w, init], op)
+    op.results[0].replace_all_uses_with(result)
+    op.erase()

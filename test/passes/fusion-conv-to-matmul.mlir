@@ -1,0 +1,44 @@
+// RUN: braze-opt %s --split-input-file -p fusion-conv-to-matmul | FileCheck %s
+// RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul,fusion-configure-kernels{target=sm_90}' | FileCheck %s --check-prefix=TILED
+
+// A strided, dilated 3x3 convolution: im2col rows (c, kh, kw) of columns (n, oh, ow), one
+// [F, C*KH*KW] x [C*KH*KW, N*OH*OW] matmul, and the product back in NCHW plus the bias init.
+// CHECK-DAG:   #[[IM2COL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d0, d4 * 2 + d1 * 2, d5 * 2 + d2 * 2)>
+// CHECK-DAG:   #[[BACK:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2, d3)>
+// CHECK-LABEL: func.func @conv
+//       CHECK:   %[[COL:.+]] = linalg.generic {indexing_maps = [#[[IM2COL]], {{.+}}]{{.*}} ins(%arg0 : tensor<2x4x13x13xf32>) outs(%{{.+}} : tensor<4x3x3x2x5x5xf32>) attrs = {braze.im2col}
+//       CHECK:   %[[B:.+]] = tensor.collapse_shape %[[COL]] {{\[\[}}0, 1, 2], [3, 4, 5]] : tensor<4x3x3x2x5x5xf32> into tensor<36x50xf32>
+//       CHECK:   %[[A:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0], [1, 2, 3]] : tensor<6x4x3x3xf32> into tensor<6x36xf32>
+//       CHECK:   %[[P:.+]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<6x36xf32>, tensor<36x50xf32>)
+//       CHECK:   %[[P4:.+]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2, 3]] output_shape [6, 2, 5, 5]
+//       CHECK:   %[[O:.+]] = linalg.generic {indexing_maps = [#[[BACK]], {{.+}}]{{.*}} ins(%[[P4]], %arg2 : tensor<6x2x5x5xf32>, tensor<2x6x5x5xf32>)
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     arith.addf
+//   CHECK-NOT:   linalg.conv_2d_nchw_fchw
+//       CHECK:   return %[[O]]
+// TILED-LABEL: func.func @conv
+//       TILED:   attrs = {braze.im2col, braze.kernel_config = "workgroup=1,1,3,2,5,5 thread=1,1,1,1,1,1 threads=150"}
+func.func @conv(%x: tensor<2x4x13x13xf32>, %w: tensor<6x4x3x3xf32>, %init: tensor<2x6x5x5xf32>) -> tensor<2x6x5x5xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<2> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<2x4x13x13xf32>, tensor<6x4x3x3xf32>) outs(%init : tensor<2x6x5x5xf32>) -> tensor<2x6x5x5xf32>
+  return %0 : tensor<2x6x5x5xf32>
+}
+
+// -----
+
+// bf16 operands keep the convolution's f32 accumulator in the matmul.
+// CHECK-LABEL: func.func @bf16
+//       CHECK:   linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<8x36xbf16>, tensor<36x32xbf16>) outs(%{{.+}} : tensor<8x32xf32>)
+func.func @bf16(%x: tensor<2x4x6x6xbf16>, %w: tensor<8x4x3x3xbf16>, %init: tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x4x6x6xbf16>, tensor<8x4x3x3xbf16>) outs(%init : tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  return %0 : tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// Dynamic shapes are left alone.
+// CHECK-LABEL: func.func @dynamic
+//       CHECK:   linalg.conv_2d_nchw_fchw
+func.func @dynamic(%x: tensor<?x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<?x4x6x6xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
+  return %0 : tensor<?x8x4x4xf32>
+}
