@@ -21,6 +21,8 @@ from _measure import interleaved_ms, ncu_kernels
 
 IM2COL = ["--iree-global-opt-use-im2col-for-convs"]
 NO_CONV_PASS = "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}"
+NO_SPLIT = ("fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90},"
+            "fusion-split-k{target=sm_90 split=1},fusion-configure-kernels{target=sm_90}")
 SETS = {
     # bench/NOTES.md §13: attention as one op (compile(attention=...)).
     "attention": [
@@ -38,6 +40,12 @@ SETS = {
         for variant, options in (("direct", {"pipeline": NO_CONV_PASS}),
                                  ("iree-im2col", {"pipeline": NO_CONV_PASS, "iree_flags": IM2COL}),
                                  ("braze", {}))
+    ],
+    # bench/NOTES.md §15: split-K (fusion-split-k) on and off.
+    "splitk": [
+        (name, variant, {"pipeline": NO_SPLIT} if variant == "no-split" else {})
+        for name in ("gelu_mlp", "resnet18")
+        for variant in ("no-split", "split")
     ],
 }
 

@@ -162,7 +162,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     pipeline_text = pipeline or (DEFAULT_PIPELINE.name if fusion else BASELINE_PIPELINE.name)
     if pipeline is None and fusion and tgt.device == "cuda":
         pipeline_text = (f"fusion-conv-to-matmul{{target={tgt.arch}}},{pipeline_text},"
-                         f"fusion-pad-matmuls{{target={tgt.arch}}},fusion-configure-kernels{{target={tgt.arch}}}")
+                         f"fusion-pad-matmuls{{target={tgt.arch}}},fusion-split-k{{target={tgt.arch}}},"
+                         f"fusion-configure-kernels{{target={tgt.arch}}}")
     if attention is None:
         dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
     else:

@@ -77,6 +77,37 @@ def test_cuda_compile_reports_the_tiles():
     compiled = braze.compile(model, torch.randn(8, 3, 32, 32), device="cuda", target="sm_90")
     assert compiled.report.pipeline.startswith("fusion-conv-to-matmul{target=sm_90}")
     configs = compiled.report.kernel_configs
-    assert sum(c["op"] == "linalg.matmul" for c in configs) == 5
+    assert sum(c["op"] in ("linalg.matmul", "linalg.batch_matmul") for c in configs) == 5  # some split (split-K)
     copies = [c for c in configs if c["op"] == "linalg.generic" and c["config"].split()[0].count(",") == 5]
     assert len(copies) == 4  # the im2col copies, tiled over their six dimensions
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(256, 2048)
+        self.down = torch.nn.Linear(2048, 128)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+
+def test_split_k_matches_eager_on_cpu():
+    """The second Linear (64 x 128 x 2048: two 64 x 64 output tiles) is split 8 ways."""
+    from braze.passes.split_k import choose_split
+
+    assert choose_split(64, 128, 2048, 132) == 8
+    assert choose_split(1024, 768, 3072, 132) == 1  # enough tiles already: left alone
+    torch.manual_seed(0)
+    model = Mlp().eval()
+    x = torch.randn(64, 256)
+    pipeline = "fusion-default-pipeline,fusion-split-k{target=sm_90}"
+    imported = frontend.import_model(model, (x,))
+    with imported.context:
+        registry.run_pipeline(imported.module, pipeline)
+        batch = [op for op in all_ops(imported.module.operation) if op.name == "linalg.batch_matmul"]
+    assert [str(op.operands[0].type) for op in batch] == ["tensor<8x64x256xf32>"]
+    compiled = braze.compile(model, x, pipeline=pipeline)
+    x2 = torch.randn(64, 256)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x2), model(x2), rtol=1e-5, atol=1e-5)
