@@ -18,11 +18,15 @@ configuration that ran ResNet-18's 3x3 convolutions at 3-4 TFLOP/s on the H200 (
 kernels for batch 8, against 2.4 ms in eager). As a matmul, fusion-configure-kernels gives the
 contraction the tiles measured for matmuls, and the im2col copy a tiled configuration of its
 own (IREE's `--iree-global-opt-use-im2col-for-convs` makes the same split but leaves both
-kernels on IREE's defaults: 14.0 ms). bench/NOTES.md §14 has the figures.
+kernels on IREE's defaults: 14.0 ms). bench/NOTES.md §13 has the figures.
 
 The im2col copy puts OW innermost so that it reads rows of the input and writes rows of the
 column matrix; the matmul's B operand is then K x M, read along M. The weight's reshape is a
-view and costs nothing. Only static NCHW float convolutions with one group are rewritten.
+view and costs nothing. When the input is torch-mlir's zero `tensor.pad` of H and W (Conv2d's
+padding), the copy reads the unpadded tensor with a bounds test instead (`read-padding`), and
+the padded copy of the input, a dispatch of its own in IREE, goes away. Only static NCHW float
+convolutions with one group are rewritten; with a `target`, only those whose matmul gets tiles
+(after fusion-pad-matmuls, which pads shapes no tile divides).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class ConvToMatmulPass(ModulePass):
 
     target: str = option("", "GPU target (e.g. sm_90): rewrite only convolutions whose matmul "
                              "fusion-configure-kernels can tile for it; empty: every one")
+    read_padding: bool = option(True, "The im2col copy reads a zero-padded input's source itself "
+                                      "(false: it reads the padded copy)")
 
     def run(self, module: ir.Operation) -> None:
         found = []
@@ -57,7 +63,7 @@ class ConvToMatmulPass(ModulePass):
 
         module.walk(visit)
         for op in found:
-            _rewrite(op)
+            _rewrite(op, self.read_padding)
 
 
     def _tiled(self, op: ir.Operation) -> bool:
@@ -92,7 +98,75 @@ def _convertible(op: ir.Operation) -> bool:
     return elements <= {"f32", "bf16", "f16"}
 
 
-def _rewrite(op: ir.Operation) -> None:
+def _zero_padding(x: ir.Value):
+    """(unpadded tensor, (top, left)) when `x` is a static tensor.pad with zeros of the spatial
+    dimensions only (torch-mlir's form of Conv2d's padding), else None."""
+    pad = x.owner if isinstance(x, ir.OpResult) else None
+    if pad is None or pad.name != "tensor.pad" or "static_low" not in pad.attributes:
+        return None
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+        return None
+    body = [o.operation for o in pad.regions[0].blocks[0].operations]
+    if len(body) != 1 or body[0].name != "tensor.yield":
+        return None
+    value = body[0].operands[0]
+    const = value.owner if isinstance(value, ir.OpResult) else None
+    if const is None or const.name != "arith.constant":
+        return None
+    attr = const.attributes["value"]
+    if not isinstance(attr, ir.FloatAttr) or ir.FloatAttr(attr).value != 0.0:
+        return None
+    source = pad.operands[0]
+    if not ir.RankedTensorType(source.type).has_static_shape:
+        return None
+    return source, (low[2], low[3])
+
+
+def _im2col_reading_unpadded(X: str, col6: str, tx: str, stride, dilation, low, size) -> str:  # noqa: N803
+    """The im2col copy reading the unpadded input: positions in the padding read 0. Saves the
+    padded copy of the input IREE otherwise makes (a separate dispatch, 30 us per 3x3 layer of
+    ResNet-18's first stage on the H200)."""
+    (sh, sw), (dh, dw), (top, left), (height, width) = stride, dilation, low, size
+    par = ", ".join(['"parallel"'] * 6)
+    return f"""
+  %e = tensor.empty() : {col6}
+  %col = linalg.generic {{indexing_maps = [affine_map<(c, kh, kw, n, oh, ow) -> (c, kh, kw, n, oh, ow)>],
+      iterator_types = [{par}], {IM2COL_ATTR}}}
+      outs(%e : {col6}) {{
+    ^bb0(%out: {tx}):
+      %c = linalg.index 0 : index
+      %kh = linalg.index 1 : index
+      %kw = linalg.index 2 : index
+      %n = linalg.index 3 : index
+      %oh = linalg.index 4 : index
+      %ow = linalg.index 5 : index
+      %hpos = affine.apply affine_map<(oh, kh) -> (oh * {sh} + kh * {dh} - {top})>(%oh, %kh)
+      %wpos = affine.apply affine_map<(ow, kw) -> (ow * {sw} + kw * {dw} - {left})>(%ow, %kw)
+      %zero = arith.constant 0 : index
+      %hmax = arith.constant {height - 1} : index
+      %wmax = arith.constant {width - 1} : index
+      %h0 = arith.cmpi sge, %hpos, %zero : index
+      %h1 = arith.cmpi sle, %hpos, %hmax : index
+      %w0 = arith.cmpi sge, %wpos, %zero : index
+      %w1 = arith.cmpi sle, %wpos, %wmax : index
+      %hin = arith.andi %h0, %h1 : i1
+      %win = arith.andi %w0, %w1 : i1
+      %inside = arith.andi %hin, %win : i1
+      %hclamp = arith.maxsi %hpos, %zero : index
+      %hc2 = arith.minsi %hclamp, %hmax : index
+      %wclamp = arith.maxsi %wpos, %zero : index
+      %wc2 = arith.minsi %wclamp, %wmax : index
+      %v = tensor.extract %x[%n, %c, %hc2, %wc2] : {X}
+      %fill = arith.constant 0.0 : {tx}
+      %r = arith.select %inside, %v, %fill : {tx}
+      linalg.yield %r : {tx}
+  }} -> {col6}
+"""
+
+
+def _rewrite(op: ir.Operation, read_padding: bool) -> None:
     x, w, init = op.operands
     xt, wt, ot = (ir.RankedTensorType(v.type) for v in (x, w, init))
     n, c, _, _ = xt.shape
@@ -105,8 +179,9 @@ def _rewrite(op: ir.Operation) -> None:
     X, W, O = str(xt), str(wt), str(ot)  # noqa: N806
     col6 = f"tensor<{c}x{kh}x{kw}x{n}x{oh}x{ow}x{tx}>"
     par = ", ".join(['"parallel"'] * 6)
-    text = f"""
-func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
+    padding = _zero_padding(x) if read_padding else None
+    if padding is None:
+        im2col = f"""
   %e = tensor.empty() : {col6}
   %col = linalg.generic {{indexing_maps = [
       affine_map<(c, kh, kw, n, oh, ow) -> (n, c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
@@ -116,7 +191,16 @@ func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
     ^bb0(%in: {tx}, %out: {tx}):
       linalg.yield %in : {tx}
   }} -> {col6}
-  %b = tensor.collapse_shape %col [[0, 1, 2], [3, 4, 5]] : {col6} into tensor<{k}x{m}x{tx}>
+"""
+        source = x
+    else:
+        source, (top, left) = padding
+        im2col = _im2col_reading_unpadded(str(source.type), col6, tx, (sh, sw), (dh, dw), (top, left),
+                                          ir.RankedTensorType(source.type).shape[2:])
+        X = str(source.type)  # noqa: N806
+    text = f"""
+func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
+{im2col}  %b = tensor.collapse_shape %col [[0, 1, 2], [3, 4, 5]] : {col6} into tensor<{k}x{m}x{tx}>
   %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : {W} into tensor<{f}x{k}x{tw}>
   %zero = arith.constant 0.0 : {acc}
   %pe = tensor.empty() : tensor<{f}x{m}x{acc}>
@@ -137,6 +221,8 @@ func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
   }} -> {O}
   return %o : {O}
 }}"""
-    result = inline_template(text, [x, w, init], op)
+    result = inline_template(text, [source, w, init], op)
     op.results[0].replace_all_uses_with(result)
     op.erase()
+    if padding is not None and not list(x.uses):
+        x.owner.erase()  # the padded copy nothing reads any more

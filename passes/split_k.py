@@ -13,8 +13,8 @@ tiles to fill the H200's 132 SMs, each running one long K loop; the batch_matmul
 split its own workgroups and fusion-configure-kernels tiles it like any batch_matmul. Cost: a
 copy of A and S x M x N partial sums written and read once.
 
-When (the cost model, `split=0`): float32 matmuls whose 64 x 64 output tiles number fewer than
-the target's SMs, split by the smallest S in 2, 4, 8 that gives at least two tiles per SM, while
+When (the cost model, `split=0`): float32 matmuls of at least 2^28 multiply-adds whose 64 x 64
+output tiles number fewer than the target's SMs, split by the smallest S in 2, 4, 8 that gives at least two tiles per SM, while
 K/S stays a multiple of 16 and at least 256. `split=1` never splits, `split=N` splits every
 static f32 matmul whose K N divides (for measuring). Each dot product becomes S partial sums
 added at the end: the same products, summed in a different order.
@@ -31,12 +31,15 @@ from .template import inline_template
 
 SPLITS = (2, 4, 8)
 MIN_SPLIT_K = 256
+MIN_WORK = 1 << 28
+"""Multiply-adds below which a matmul is left whole: on small ones the extra copy and reduction
+dispatches cost more than the idle SMs (a 32 x 1024 x 512 classifier runs in ~20 us either way)."""
 
 
 def choose_split(m: int, n: int, k: int, sms: int) -> int:
     """S for an f32 matmul, or 1 (no split); see the module docstring."""
     tiles = -(-m // 64) * -(-n // 64)
-    if tiles >= sms:
+    if tiles >= sms or m * n * k < MIN_WORK:
         return 1
     best = 1
     for s in SPLITS:

@@ -10,8 +10,8 @@ def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir
     `args`, and return what it returns. (Ops are parsed rather than built: the Python builders
     of linalg ops made bytecode IREE 3.13 could not read; see fold_broadcast_matmul.)
 
-    Only top-level operands are rebound: the template's regions must not use values defined
-    outside them (a region reading the scratch module's values would dangle once it is freed)."""
+    Every use of a template value is rebound, inside nested regions too (a use left pointing
+    into the scratch module would dangle once it is freed)."""
     scratch = ir.Module.parse(text)
     block = scratch.body.operations[0].regions[0].blocks[0]
     mapping = {block.arguments[i]: v for i, v in enumerate(args)}
@@ -23,9 +23,18 @@ def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir
                 result = mapping[template.operands[0]]
                 break
             clone = template.clone()
-            for i, operand in enumerate(clone.operands):
-                if operand in mapping:
-                    clone.operands[i] = mapping[operand]
+            _rebind(clone, mapping)
             for old, new in zip(template.results, clone.results):
                 mapping[old] = new
     return result
+
+
+def _rebind(op: ir.Operation, mapping: dict) -> None:
+    """Replace operands of `op` and of every op nested in it that `mapping` names."""
+    for i, operand in enumerate(op.operands):
+        if operand in mapping:
+            op.operands[i] = mapping[operand]
+    for region in op.regions:
+        for block in region.blocks:
+            for nested in block.operations:
+                _rebind(nested.operation, mapping)

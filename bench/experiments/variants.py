@@ -21,17 +21,19 @@ from _measure import interleaved_ms, ncu_kernels
 
 IM2COL = ["--iree-global-opt-use-im2col-for-convs"]
 NO_CONV_PASS = "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}"
+PAD_COPY = ("fusion-conv-to-matmul{target=sm_90 read-padding=false},fusion-default-pipeline,"
+            "fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}")
 NO_SPLIT = ("fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90},"
             "fusion-split-k{target=sm_90 split=1},fusion-configure-kernels{target=sm_90}")
 SETS = {
-    # bench/NOTES.md §13: attention as one op (compile(attention=...)).
+    # bench/NOTES.md §12: attention as one op (compile(attention=...)).
     "attention": [
         (name, variant, {"attention": variant == "one-op"})
         for name in ("attention", "attention_bf16", "transformer_encoder", "bert_layer",
                      "transformer_encoder_bf16", "bert_layer_bf16")
         for variant in ("decomposed", "one-op")
     ],
-    # bench/NOTES.md §14: convolutions as im2col + matmul. direct: braze without
+    # bench/NOTES.md §13: convolutions as im2col + matmul. direct: braze without
     # fusion-conv-to-matmul (IREE's convolution kernels); iree-im2col: IREE's own im2col rewrite
     # (both kernels on IREE's defaults); braze: the default, fusion-conv-to-matmul and tiles.
     "conv": [
@@ -41,7 +43,13 @@ SETS = {
                                  ("iree-im2col", {"pipeline": NO_CONV_PASS, "iree_flags": IM2COL}),
                                  ("braze", {}))
     ],
-    # bench/NOTES.md §15: split-K (fusion-split-k) on and off.
+    # bench/NOTES.md §13: the im2col copy reading Conv2d's zero padding itself, or a padded copy.
+    "padding": [
+        (name, variant, {"pipeline": PAD_COPY} if variant == "pad-copy" else {})
+        for name in ("conv_bn_relu", "resnet18")
+        for variant in ("pad-copy", "braze")
+    ],
+    # bench/NOTES.md §14: split-K (fusion-split-k) on and off.
     "splitk": [
         (name, variant, {"pipeline": NO_SPLIT} if variant == "no-split" else {})
         for name in ("gelu_mlp", "resnet18")

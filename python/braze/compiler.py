@@ -22,7 +22,7 @@ from .signature import Signature
 from .targets import Target, resolve
 
 ATTENTION_AS_ONE_OP = {"cuda": ("bfloat16", "float16")}
-"""Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §13)."""
+"""Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §12)."""
 _FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
 
 __version__ = "0.1.0"
@@ -148,7 +148,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     iree_flags: extra iree-compile flags, after braze's own (e.g. ['--iree-hal-memoization=false']).
     attention: compile softmax(q k^T * c) v, written out or as scaled_dot_product_attention, as
       one attention op (one IREE dispatch) instead of matmul, softmax, matmul. The default
-      (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §13).
+      (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §12).
       IREE 3.13's float32 attention kernel on CUDA and its CPU one ran far slower than the
       three dispatches, and it cannot compile the op for Vulkan.
     """

@@ -42,3 +42,24 @@ func.func @dynamic(%x: tensor<?x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tens
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<?x4x6x6xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
   return %0 : tensor<?x8x4x4xf32>
 }
+
+// -----
+
+// Conv2d's zero padding (torch-mlir's tensor.pad of H and W) is read by the im2col copy itself:
+// positions in the padding give 0, and the padded copy of the input is gone.
+// CHECK-LABEL: func.func @padded
+//   CHECK-NOT:   tensor.pad
+//       CHECK:   linalg.generic {{.+}} outs(%{{.+}} : tensor<4x3x3x2x6x6xf32>) attrs = {braze.im2col}
+//       CHECK:     affine.apply #{{.+}}(%{{.+}}, %{{.+}})
+//       CHECK:     %[[V:.+]] = tensor.extract %arg0[
+//       CHECK:     arith.select %{{.+}}, %[[V]], %{{.+}} : f32
+//       CHECK:   linalg.matmul
+func.func @padded(%x: tensor<2x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %cst : f32
+  } : tensor<2x4x6x6xf32> to tensor<2x4x8x8xf32>
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32>
+  return %0 : tensor<2x8x6x6xf32>
+}
