@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from braze._mlir import ir
 
 from .registry import ModulePass, option, register
-from .template import inline_template
+from .template import replace_with_template
 
 IM2COL_ATTR = "braze.im2col"
 """Unit attribute marking the im2col copies this pass makes (fusion-configure-kernels tiles them)."""
@@ -221,8 +221,6 @@ func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
   }} -> {O}
   return %o : {O}
 }}"""
-    result = inline_template(text, [source, w, init], op)
-    op.results[0].replace_all_uses_with(result)
-    op.erase()
+    replace_with_template(op, text, [source, w, init])
     if padding is not None and not list(x.uses):
         x.owner.erase()  # the padded copy nothing reads any more

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from braze._mlir import ir
 
 from .registry import ModulePass, option, register
-from .template import inline_template
+from .template import replace_with_template
 
 PAD = {"m": 32, "n": 32, "k": 16}
 
@@ -102,6 +102,4 @@ def _pad(op: ir.Operation, mp: int, np_: int, kp: int) -> None:
         f"  }} -> {O}\n"
         f"  return %r : {O}\n}}"
     )
-    result = inline_template(text, [a, b, init], op)
-    op.results[0].replace_all_uses_with(result)
-    op.erase()
+    replace_with_template(op, text, [a, b, init])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from braze._mlir import ir
 
 from .registry import ModulePass, option, register
-from .template import inline_template
+from .template import replace_with_template
 
 SPLITS = (2, 4, 8)
 MIN_SPLIT_K = 256
@@ -108,6 +108,4 @@ func.func @f(%a: {A}, %b: {B}, %init: {O}) -> {O} {{
   }} -> {O}
   return %r : {O}
 }}"""
-    result = inline_template(text, [a, b, init], op)
-    op.results[0].replace_all_uses_with(result)
-    op.erase()
+    replace_with_template(op, text, [a, b, init])

@@ -29,6 +29,12 @@ def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir
     return result
 
 
+def replace_with_template(op: ir.Operation, text: str, args: list[ir.Value]) -> None:
+    """Replace `op`'s one result with the template's (inline_template before `op`), erase `op`."""
+    op.results[0].replace_all_uses_with(inline_template(text, args, op))
+    op.erase()
+
+
 def _rebind(op: ir.Operation, mapping: dict) -> None:
     """Replace operands of `op` and of every op nested in it that `mapping` names."""
     for i, operand in enumerate(op.operands):
