@@ -147,8 +147,37 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedM
         if keep_sdpa:
             raise _AttentionNotLowered() from e
         raise
+    _drop_baked_arguments(module, context, model)
     times["import"] = time.perf_counter() - t0
     return ImportedModule(module, context, signature, exported, times, found)
+
+
+def _drop_baked_arguments(module, context, model) -> None:
+    """Remove main's non-tensor arguments: torch.export baked their values into the program
+    (the signature keeps them as in_constants, checked at each call), but the importer still
+    lists them (an unused i64 for an `int` argument), which would make the program's arity
+    differ from the tensors a call passes."""
+    with context:
+        main = next(op for op in module.body.operations if op.operation.name == "func.func"
+                    and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main").operation
+        block = main.regions[0].blocks[0]
+        drop = [i for i, arg in enumerate(block.arguments) if not isinstance(arg.type, ir.RankedTensorType)]
+        if not drop:
+            return
+        used = [i for i in drop if list(block.arguments[i].uses)]
+        if used:
+            raise UnsupportedOpError(
+                f"{_model_name(model)}: non-tensor argument {used[0]} of forward() is still used by the "
+                "imported program; braze bakes numbers into the program. Pass it as a tensor instead."
+            )
+        for i in reversed(drop):
+            block.erase_argument(i)
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        kept = [t for i, t in enumerate(ftype.inputs) if i not in drop]
+        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(kept, ftype.results))
+        if "arg_attrs" in main.attributes:
+            attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
+            main.attributes["arg_attrs"] = ir.ArrayAttr.get([a for i, a in enumerate(attrs) if i not in drop])
 
 
 _ILLEGAL = re.compile(r"failed to legalize operation '([^']+)'")

@@ -234,7 +234,8 @@ class Program:
             import torch
 
             # IREE runs on its own stream: let the producer's work on torch's stream finish.
-            torch.cuda.current_stream().synchronize()
+            # (An int index: current_stream() without one costs ~4 us more a call.)
+            torch.cuda.current_stream(_cuda_index(values)).synchronize()
         results = rt.VmVariantList(len(outputs))
         try:
             self._context.invoke(self._fn, args, results)

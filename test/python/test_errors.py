@@ -58,6 +58,21 @@ def test_wrong_argument_count(add_relu):
         add_relu(torch.randn(3, 4))
 
 
+class Scaled(torch.nn.Module):
+    def forward(self, x, k: int):
+        return x * k
+
+
+def test_a_baked_number_must_match():
+    """A non-tensor argument is baked into the program; another value is an error, not a silent
+    wrong answer (and the positional fast path of flatten_call must not skip the check)."""
+    compiled = braze.compile(Scaled(), torch.randn(3), 2)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x, 2), x * 2)
+    with pytest.raises(braze.InputError, match="was 2 when the model was compiled and is baked into the program; got 3"):
+        compiled(x, 3)
+
+
 def test_wrong_shape(add_relu):
     with pytest.raises(braze.InputError, match=r"args\[1\]: shape \[4, 3\] does not match the compiled float32\[3, 4\]"):
         add_relu(torch.randn(3, 4), torch.randn(4, 3))
