@@ -288,9 +288,7 @@ class ConfigureKernelsPass(ModulePass):
                 ) from None
 
     def run(self, module: ir.Operation) -> None:
-        candidates = []
-
-        copies = []
+        candidates, copies = [], []
 
         def visit(op):
             if op.name == "linalg.generic" and IM2COL_ATTR in op.attributes:

@@ -65,23 +65,22 @@ class ConvToMatmulPass(ModulePass):
         for op in found:
             _rewrite(op, self.read_padding)
 
-
     def _tiled(self, op: ir.Operation) -> bool:
         """Whether the matmul gets tiles from fusion-configure-kernels' cost model, padded by
         fusion-pad-matmuls where no tile divides it."""
         if not self.target:
             return True
-        from .configure_kernels import choose_matmul_config
+        from .configure_kernels import MATMUL_CANDIDATES, choose_matmul_config
         from .pad_matmuls import padded
 
-        f, c, kh, kw = ir.RankedTensorType(op.operands[1].type).shape
-        n, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape
-        element = {"f32": "f32", "bf16": "bf16"}.get(str(ir.RankedTensorType(op.operands[1].type).element_type))
-        if element is None:
+        weight = ir.RankedTensorType(op.operands[1].type)
+        f, c, kh, kw = weight.shape
+        batch, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape
+        element = str(weight.element_type)
+        if element not in MATMUL_CANDIDATES:
             return False
-        m, n, k = f, n * oh * ow, c * kh * kw
-        return any(choose_matmul_config(1, *dims, element, self.target) is not None
-                   for dims in ((m, n, k), padded(m, n, k)))
+        dims = (f, batch * oh * ow, c * kh * kw)  # the matmul's M, N, K
+        return any(choose_matmul_config(1, *d, element, self.target) is not None for d in (dims, padded(*dims)))
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:

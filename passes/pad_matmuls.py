@@ -56,8 +56,9 @@ class PadMatmulsPass(ModulePass):
         found = []
 
         def visit(op):
-            if op.name == "linalg.matmul" and matmul_shape(op) is not None and configure.matmul_config_for(op) is None:
-                _, m, n, k, element = matmul_shape(op)
+            shape = matmul_shape(op) if op.name == "linalg.matmul" else None
+            if shape is not None and configure.matmul_config_for(op) is None:
+                _, m, n, k, element = shape
                 dims = padded(m, n, k)
                 # Padded, B comes from a tensor.pad: fusion-configure-kernels sees no transposed weight.
                 if dims != (m, n, k) and choose_matmul_config(1, *dims, element, self.target) is not None:

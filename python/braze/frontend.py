@@ -124,7 +124,8 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedM
 
         found["rewritten"] = fuse_attention(exported.graph_module, attention)
         calls = sdpa_calls(exported.graph)
-        keep_sdpa = all(dtype in attention for dtype in calls.values())
+        # Kept only when there is one to keep: a kept-SDPA import that fails is imported again.
+        keep_sdpa = bool(calls) and all(dtype in attention for dtype in calls.values())
         found["fused"] = len(calls) if keep_sdpa else 0
         if keep_sdpa:
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}

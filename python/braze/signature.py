@@ -7,6 +7,7 @@ the same nested tuples/lists/dicts and returns the same structure as the model.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class Signature:
 
     def flatten_call(self, args: tuple, kwargs: dict) -> list:
         """The tensor leaves of a call, in program order; InputError on a structure mismatch."""
-        flat = self._positional_paths()
+        flat = self._positional_paths
         if flat is not None and not kwargs and len(args) == len(flat):
             return list(zip(args, flat))  # the common case, without walking the tree (8-12 us a call on the H200 host)
         leaves: list = []
@@ -86,17 +87,14 @@ class Signature:
                 tensors.append((leaf, path))
         return tensors
 
+    @functools.cached_property
     def _positional_paths(self) -> list[str] | None:
         """Leaf paths when the inputs are only positional tensors (no kwargs, nesting or constants)."""
-        cached = self.__dict__.get("_positional")
-        if cached is None:
-            args_tree, kwargs_tree = self.in_tree["c"] if self.in_tree.get("t") == "tuple" else (None, None)
-            plain = (args_tree is not None and args_tree["t"] == "tuple" and kwargs_tree["t"] == "dict"
-                     and not kwargs_tree["k"] and all(c["t"] == "leaf" for c in args_tree["c"])
-                     and not self.in_constants)
-            cached = self.__dict__["_positional"] = (
-                [f"[0][{i}]" for i in range(len(args_tree["c"]))] if plain else False)
-        return cached or None
+        args_tree, kwargs_tree = self.in_tree["c"] if self.in_tree.get("t") == "tuple" else (None, None)
+        plain = (args_tree is not None and args_tree["t"] == "tuple" and kwargs_tree["t"] == "dict"
+                 and not kwargs_tree["k"] and all(c["t"] == "leaf" for c in args_tree["c"])
+                 and not self.in_constants)
+        return [f"[0][{i}]" for i in range(len(args_tree["c"]))] if plain else None
 
     def unflatten_outputs(self, values: list) -> Any:
         it = iter(values)
