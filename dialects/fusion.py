@@ -29,6 +29,10 @@ Region = dialect_ext.Region
 KINDS = ("elementwise", "reduction", "contraction-epilogue")
 """Values the `kind` attribute may take."""
 
+UNFUSED_ATTR = "fusion.unfused"
+"""Discardable attribute on an op that fusion-form-groups left apart from a producer:
+{"<operand number>" = "<why>"}, read by fusion-report, dropped by fusion-lower-to-linalg."""
+
 SIDE_EFFECT_FREE_DIALECTS = ("arith", "math", "tensor", "linalg", "fusion", "complex")
 """Dialects whose ops on tensors have no side effects. MLIR's Python API cannot query
 MemoryEffectOpInterface, so the verifier decides by dialect; linalg ops additionally
@@ -39,6 +43,15 @@ IRDL_PATH = Path(__file__).with_name("fusion.irdl.mlir")
 
 class Fusion(dialect_ext.Dialect, name="fusion"):
     pass
+
+
+def new_context() -> ir.Context:
+    """A context with every upstream dialect registered and the fusion dialect loaded: where
+    braze's front end, passes and braze-opt build IR."""
+    ctx = ir.Context()
+    with ctx:
+        load()
+    return ctx
 
 
 def _is_side_effect_free(op: ir.Operation) -> bool:

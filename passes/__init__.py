@@ -1,9 +1,18 @@
-"""braze's passes. Importing this package registers every pass and pipeline."""
+"""braze's passes. Importing this package registers every pass and pipeline.
+
+Target-independent passes live here (`form_groups`, `lower_to_linalg`, `report`,
+`fold_broadcast_matmul`, with `elementwise` and `template` as their shared leaves); the CUDA
+passes live in `gpu/`; `pipelines` names the pipelines `braze.compile` runs per device and
+`runner` runs them (with reproducers when a pass fails).
+"""
 
 from . import registry
-from .registry import PASSES, PIPELINES, ModulePass, parse_pipeline, register, run_pipeline
+from .registry import PASSES, PIPELINES, ModulePass, PassPipeline, parse_pipeline, register
 
-from . import (configure_kernels, conv_to_matmul, fold_broadcast_matmul, form_groups, lower_to_linalg,  # noqa: E402,F401
-               pad_matmuls, pipelines, report, split_k)  # (registration)
+from . import fold_broadcast_matmul, form_groups, lower_to_linalg, report  # noqa: E402,F401  (registration)
+from .gpu import configure_kernels, conv_to_matmul, pad_matmuls, split_k  # noqa: E402,F401
+from . import pipelines  # noqa: E402,F401
+from .runner import run_pipeline  # noqa: E402
 
-__all__ = ["PASSES", "PIPELINES", "ModulePass", "parse_pipeline", "register", "run_pipeline", "registry"]
+__all__ = ["PASSES", "PIPELINES", "ModulePass", "PassPipeline", "parse_pipeline", "register", "run_pipeline",
+           "registry"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir, tensor
+from braze.irutil import all_ops
 
 from .registry import ModulePass, register
 from .template import inline_template
@@ -32,15 +33,10 @@ class FoldBroadcastMatmulPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         found = []
-
-        def visit(op):
-            if op.name == "linalg.batch_matmul":
-                w = _broadcast_source(op.operands[1])
-                if w is not None and _static(op):
-                    found.append((op, w))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        for op in all_ops(module, "linalg.batch_matmul", post_order=True):
+            w = _broadcast_source(op.operands[1])
+            if w is not None and _static(op):
+                found.append((op, w))
         for op, w in found:
             _fold(op, w)
 

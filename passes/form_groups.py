@@ -8,13 +8,8 @@
                                               "fusion.yield"(%2)
                                             }) {kind = "elementwise", label = "group0"}
 
-Elementwise ops are all-parallel `linalg.generic`s whose output maps are permutations and
-whose input maps are projected permutations (dims, or constant 0 for a size-1 broadcast), with
-a body of arith/math/linalg.index ops only; plus the named ops torch-mlir emits that generalize
-to such a generic (linalg.add/.../exp, linalg.elementwise, linalg.map, linalg.broadcast,
-linalg.transpose, linalg.fill, linalg.copy). Everything else (reductions, contractions,
-tensor.pad / expand_shape / collapse_shape / extract_slice, bodies with tensor.extract) is a
-group boundary.
+Which ops are elementwise, and when a set of them shares one iteration space, is decided in
+`passes/elementwise.py`. Everything that is not elementwise is a group boundary.
 
 Rules, in order:
 1. A producer whose results are used only by one elementwise consumer joins that consumer's
@@ -60,346 +55,18 @@ drops these attributes. Arithmetic is never changed: bodies are moved, not rewri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
-import ctypes
-
-from braze._mlir import func, ir, passmanager
+from braze._mlir import ir
 from braze.dialects import fusion
+from braze.dialects.fusion import UNFUSED_ATTR
+from braze.irutil import all_ops, defined_inside, op_id, remap_operands
 
-from .registry import ModulePass, ops_named, option, register
+from .elementwise import Elementwise, byte_width, classify, is_permutation, solve_iteration_space, tensor_bytes
+from .registry import ModulePass, option, register
 
-UNFUSED_ATTR = "fusion.unfused"
-"""Discardable attribute on a consumer: operand number -> why its producer is in another group."""
-
-MATH_OP_FLOPS = 4
-"""Weight of one math-dialect op (exp, tanh, erf, ...) in flops(P); arith ops weigh 1."""
-
-_BODY_DIALECTS = ("arith", "math", "complex")
-
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def op_id(op) -> int:
-    """A stable key for an op: `hash(ir.Operation)` changes when its attributes or operands do."""
-    return _capsule_pointer(op.operation._CAPIPtr, b"torch_mlir.ir.Operation._CAPIPtr")
 _CLONEABLE = ("arith.constant", "tensor.empty")
-
-
-# ---------------------------------------------------------------------------
-# Indexing maps as tuples: a dim position d >= 0, or -1 - c for the constant c.
-
-
-def map_tuple(amap: ir.AffineMap) -> tuple[int, ...] | None:
-    """Results of a map as ints (dims) / negative ints (constants); None when any is compound."""
-    out = []
-    for e in amap.results:
-        if isinstance(e, ir.AffineDimExpr):
-            out.append(ir.AffineDimExpr(e).position)
-        elif isinstance(e, ir.AffineConstantExpr) and ir.AffineConstantExpr(e).value >= 0:
-            out.append(-1 - ir.AffineConstantExpr(e).value)
-        else:
-            return None
-    return tuple(out)
-
-
-def is_permutation(m: tuple[int, ...], loops: int) -> bool:
-    return len(m) == loops and sorted(m) == list(range(loops))
-
-
-def affine_map(m: tuple[int, ...], loops: int) -> ir.AffineMap:
-    exprs = [ir.AffineDimExpr.get(d) if d >= 0 else ir.AffineConstantExpr.get(-1 - d) for d in m]
-    return ir.AffineMap.get(loops, 0, exprs)
-
-
-def compose(m: tuple[int, ...], t: tuple[int, ...]) -> tuple[int, ...]:
-    """`m` (over a member's dims) rewritten over fused dims, where member dim j is fused dim t[j]."""
-    return tuple(t[d] if d >= 0 else d for d in m)
-
-
-# ---------------------------------------------------------------------------
-# Generalizing named ops (in a scratch module, so the input IR is untouched).
-
-
-@dataclass
-class Generalized:
-    """A linalg.generic equivalent to a named op; `module` keeps it alive."""
-
-    generic: ir.Operation
-    module: ir.Module | None
-    outer: dict = field(default_factory=dict)
-    """Scratch function argument -> the real value it stands for."""
-
-
-def captured_values(op: ir.Operation) -> list[ir.Value]:
-    """Values used inside `op`'s regions but defined outside `op`, in first-use order."""
-    inside: set = set()
-    used: list = []
-
-    def visit(o):
-        if o == op:
-            return ir.WalkResult.ADVANCE
-        for r in o.results:
-            inside.add(r)
-        for region in o.regions:
-            for b in region.blocks:
-                inside.update(b.arguments)
-        used.extend(o.operands)
-        return ir.WalkResult.ADVANCE
-
-    for region in op.regions:
-        for b in region.blocks:
-            inside.update(b.arguments)
-    op.walk(visit)
-    seen, out = set(), []
-    for v in used:
-        if v not in inside and v not in seen:
-            seen.add(v)
-            out.append(v)
-    return out
-
-
-def generalize(op: ir.Operation) -> Generalized | None:
-    """The linalg.generic for a linalg op (the op itself when it is one); None if not linalg."""
-    op = op.operation
-    if op.name == "linalg.generic":
-        return Generalized(op, None)
-    if not op.name.startswith("linalg.") or op.name in ("linalg.yield", "linalg.index"):
-        return None
-    values = list(op.operands) + captured_values(op)
-    module = ir.Module.create(loc=op.location)
-    with ir.InsertionPoint(module.body), op.location:
-        fn = func.FuncOp("scratch", ([v.type for v in values], [r.type for r in op.results]))
-        block = fn.add_entry_block()
-    remap = dict(zip(values, block.arguments))
-    with ir.InsertionPoint(block), op.location:
-        clone = op.clone(ip=ir.InsertionPoint(block))
-        remap_operands(clone, remap)
-        func.ReturnOp(list(clone.results))
-    try:
-        passmanager.PassManager.parse(
-            "builtin.module(func.func(linalg-generalize-named-ops))"
-        ).run(module.operation)
-    except ir.MLIRError:
-        return None
-    ops = [o for o in block.operations if o.operation.name == "linalg.generic"]
-    if len(ops) != 1:
-        return None
-    return Generalized(ops[0].operation, module, dict(zip(block.arguments, values)))
-
-
-def remap_operands(op: ir.Operation, remap: dict) -> None:
-    """Replace operands of `op` and of every op nested in it through `remap`."""
-
-    def visit(o):
-        for i, v in enumerate(o.operands):
-            if v in remap:
-                o.operands[i] = remap[v]
-        return ir.WalkResult.ADVANCE
-
-    op.operation.walk(visit)
-
-
-# ---------------------------------------------------------------------------
-# What makes an op elementwise.
-
-
-@dataclass
-class Elementwise:
-    """An elementwise op, seen through its (possibly generalized) linalg.generic."""
-
-    op: ir.Operation
-    gen: Generalized
-    loops: int
-    in_maps: list[tuple[int, ...]]
-    out_maps: list[tuple[int, ...]]
-    sizes: tuple[int, ...]
-    flops: int
-    n_inputs: int
-
-    @property
-    def elements(self) -> int:
-        n = 1
-        for s in self.sizes:
-            n *= s
-        return n
-
-    def operand_map(self, index: int) -> tuple[int, ...]:
-        """The map through which operand `index` (ins then outs) is read."""
-        if index < self.n_inputs:
-            return self.in_maps[index]
-        return self.out_maps[index - self.n_inputs]
-
-    def reads_operand(self, index: int) -> bool:
-        """Whether operand `index` is read (an `outs` operand only if its block arg is used)."""
-        if index < self.n_inputs:
-            return True
-        arg = self.gen.generic.regions[0].blocks[0].arguments[index]
-        return any(True for _ in arg.uses)
-
-
-def _static_tensor(t: ir.Type) -> bool:
-    return isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape
-
-
-def byte_width(t: ir.Type) -> int:
-    """Bytes of one element of a tensor type (or of a scalar type)."""
-    if isinstance(t, ir.ShapedType):
-        t = ir.ShapedType(t).element_type
-    if isinstance(t, ir.IntegerType):
-        return max(1, ir.IntegerType(t).width // 8)
-    if isinstance(t, ir.IndexType):
-        return 8
-    for cls, width in ((ir.F16Type, 2), (ir.BF16Type, 2), (ir.F32Type, 4), (ir.F64Type, 8)):
-        if isinstance(t, cls):
-            return width
-    if isinstance(t, ir.ComplexType):
-        return 2 * byte_width(ir.ComplexType(t).element_type)
-    return 4
-
-
-def tensor_bytes(t: ir.Type) -> int:
-    if not isinstance(t, ir.ShapedType):
-        return byte_width(t)
-    n = 1
-    for s in ir.ShapedType(t).shape:
-        n *= s
-    return n * byte_width(t)
-
-
-def classify(op: ir.Operation) -> tuple[Elementwise | None, str]:
-    """(the elementwise view of `op`, "") or (None, why it is not elementwise)."""
-    op = op.operation
-    if not op.name.startswith("linalg.") or op.name == "linalg.yield":
-        return None, op.name
-    gen = generalize(op)
-    if gen is None:
-        return None, op.name
-    g = gen.generic.opview
-    what = op.name
-    iterators = [str(a) for a in g.iterator_types]
-    if any("parallel" not in it for it in iterators):
-        return None, f"{what} (reduction)"
-    loops = len(iterators)
-    maps = [map_tuple(ir.AffineMapAttr(a).value) for a in g.indexing_maps]
-    if any(m is None for m in maps):
-        return None, f"{what} (non-projected indexing map)"
-    n_in = len(g.inputs)
-    for v in list(g.inputs):
-        if isinstance(v.type, ir.ShapedType) and not _static_tensor(v.type):
-            return None, f"{what} (dynamic or non-tensor operand)"
-    for v in list(g.outputs):
-        if not _static_tensor(v.type):
-            return None, f"{what} (dynamic or non-tensor operand)"
-    in_maps, out_maps = maps[:n_in], maps[n_in:]
-    if not all(is_permutation(m, loops) for m in out_maps):
-        return None, f"{what} (non-permutation output map)"
-    sizes = [0] * loops
-    for m, v in zip(out_maps, g.outputs):
-        for k, d in enumerate(m):
-            sizes[d] = ir.RankedTensorType(v.type).shape[k]
-    flops = 0
-    for body_op in g.regions[0].blocks[0].operations:
-        name = body_op.operation.name
-        dialect = name.split(".", 1)[0]
-        if name in ("linalg.yield", "linalg.index"):
-            continue
-        if dialect not in _BODY_DIALECTS or len(body_op.operation.regions):
-            return None, f"{what} ({name} in body)"
-        if name != "arith.constant":
-            flops += MATH_OP_FLOPS if dialect == "math" else 1
-    return Elementwise(op, gen, loops, in_maps, out_maps, tuple(sizes), flops, n_in), ""
-
-
-# ---------------------------------------------------------------------------
-# One iteration space for a set of ops (shared with fusion-lower-to-linalg).
-
-
-def solve_iteration_space(
-    members: list[Elementwise], producer_of, key=lambda v: v
-) -> tuple[dict, tuple[int, ...]] | None:
-    """Map every member's loops onto one fused iteration space, or None when none exists.
-
-    Returns ({op_id(member op): t}, fused loop sizes) where member dim j is fused dim t[j].
-    `producer_of(value)` gives (member Elementwise, result number) for a value computed
-    inside the set, else None. Producer->consumer reads inside the set must be
-    permutations (and they fix the relation); members connected only through a shared
-    input are related through the first permutation read of that input (siblings).
-    """
-    if not members:
-        return None
-    loops = members[0].loops
-    if any(m.loops != loops for m in members):
-        return None
-    edges = []
-    shared: dict = {}
-    for c in members:
-        operands = list(c.op.operands)
-        for i, v in enumerate(operands[: c.n_inputs + len(c.out_maps)]):
-            if not c.reads_operand(i):
-                continue
-            src = producer_of(v)
-            m = c.operand_map(i)
-            if src is not None:
-                p, r = src
-                if not is_permutation(m, loops):
-                    return None
-                edges.append((p, p.out_maps[r], c, m))
-            elif i < c.n_inputs and is_permutation(m, loops):
-                shared.setdefault(key(v), []).append((c, m))
-    t: dict = {op_id(members[0].op): tuple(range(loops))}
-    while True:
-        changed = True
-        while changed:
-            changed = False
-            for p, pm, c, cm in edges:
-                tp, tc = t.get(op_id(p.op)), t.get(op_id(c.op))
-                if tc is not None:
-                    want = [0] * loops
-                    for k in range(loops):
-                        want[pm[k]] = tc[cm[k]]
-                    if tp is None:
-                        t[op_id(p.op)] = tuple(want)
-                        changed = True
-                    elif tuple(want) != tp:
-                        return None
-                elif tp is not None:
-                    want = [0] * loops
-                    for k in range(loops):
-                        want[cm[k]] = tp[pm[k]]
-                    t[op_id(c.op)] = tuple(want)
-                    changed = True
-        if len(t) == len(members):
-            break
-        seeded = False
-        for readers in shared.values():
-            known = [(c, m) for c, m in readers if op_id(c.op) in t]
-            if not known:
-                continue
-            c0, m0 = known[0]
-            for c, m in readers:
-                if op_id(c.op) not in t:
-                    want = [0] * loops
-                    for k in range(loops):
-                        want[m[k]] = t[op_id(c0.op)][m0[k]]
-                    t[op_id(c.op)] = tuple(want)
-                    seeded = True
-                    break
-            if seeded:
-                break
-        if not seeded:
-            return None
-    sizes = [-1] * loops
-    for m in members:
-        for j, d in enumerate(t[op_id(m.op)]):
-            if sizes[d] == -1:
-                sizes[d] = m.sizes[j]
-            elif sizes[d] != m.sizes[j]:
-                return None
-    return t, tuple(sizes)
 
 
 # ---------------------------------------------------------------------------
@@ -540,12 +207,13 @@ class FormGroupsPass(ModulePass):
     summary = "Group producer->consumer chains of elementwise linalg ops into fusion.group ops"
 
     recompute_multi_use: bool = option(True, "Clone a cheap multi-use producer into each consumer group")
-    max_recompute_flops: int = option(16, "Largest per-element flops(P) of a producer that may be recomputed")
-    flop_cost_bytes: float = option(1.0, "Bytes of memory traffic that one recomputed flop is worth")
+    max_recompute_flops: int = option(16, "Largest per-element flops(P) of a producer that may be recomputed",
+                                      minimum=0)
+    flop_cost_bytes: float = option(1.0, "Bytes of memory traffic that one recomputed flop is worth", minimum=0)
     fuse_siblings: bool = option(True, "Merge independent groups that read the same tensor into one multi-result group")
 
     def run(self, module: ir.Operation) -> None:
-        for f in ops_named(module, "func.func"):
+        for f in all_ops(module, "func.func"):
             if len(f.regions) and len(list(f.regions[0].blocks)) == 1:
                 self._run_on_block(f.regions[0].blocks[0], f)
 
@@ -862,17 +530,11 @@ def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -
     member_set = {op_id(m) for m in members}
     inside: set = set()
     for m in members:
-        def visit(o):
-            inside.update(o.results)
-            for region in o.regions:
-                for b in region.blocks:
-                    inside.update(b.arguments)
-            return ir.WalkResult.ADVANCE
-        m.walk(visit)
+        inside |= defined_inside(m)
     externals: list = []
     clones: list = []
     for m in members:
-        def visit(o):
+        for o in all_ops(m, post_order=True):
             for v in o.operands:
                 if v in inside or v in externals or v in clones:
                     continue
@@ -881,8 +543,6 @@ def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -
                     clones.append(v)
                 else:
                     externals.append(v)
-            return ir.WalkResult.ADVANCE
-        m.walk(visit)
     yielded = []
     for m in members:
         for r in m.results:
@@ -922,14 +582,7 @@ def _move_dependents_after(group: ir.Operation) -> None:
         op = op.operation
         if op == group:
             break
-        uses = []
-
-        def visit(o):
-            uses.extend(o.operands)
-            return ir.WalkResult.ADVANCE
-
-        op.walk(visit)
-        if any(v in tainted for v in uses):
+        if any(v in tainted for o in all_ops(op) for v in o.operands):
             tainted.update(op.results)
             moved.append(op)
     anchor = group

@@ -10,7 +10,7 @@
                                                         linalg.yield %r : f32 }
 
 Named members are generalized first (upstream `linalg-generalize-named-ops`, run on a scratch
-copy). The fused iteration space comes from `form_groups.solve_iteration_space`; each member's
+copy). The fused iteration space comes from `elementwise.solve_iteration_space`; each member's
 body is inlined with its block arguments replaced by the scalars its producers computed (for
 values made inside the group) or by block arguments of the fused op (for the group's inputs,
 read through the member's map composed onto the fused space; identical value+map pairs are
@@ -25,8 +25,10 @@ from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
 
-from .form_groups import UNFUSED_ATTR, affine_map, classify, compose, generalize, op_id, remap_operands
-from .form_groups import solve_iteration_space
+from braze.dialects.fusion import UNFUSED_ATTR
+from braze.irutil import all_ops, op_id, remap_operands
+
+from .elementwise import affine_map, classify, compose, generalize, solve_iteration_space
 from .registry import ModulePass, PassFailure, register
 
 
@@ -37,19 +39,11 @@ class LowerToLinalgPass(ModulePass):
     summary = "Lower each fusion.group to one (multi-result) linalg.generic"
 
     def run(self, module: ir.Operation) -> None:
-        groups, tagged = [], []
-
-        def visit(op):
-            if op.name == "fusion.group":
-                groups.append(op)
+        ops = all_ops(module, post_order=True)
+        for op in ops:
             if UNFUSED_ATTR in op.attributes:
-                tagged.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
-        for op in tagged:
-            del op.attributes[UNFUSED_ATTR]
-        for group in groups:
+                del op.attributes[UNFUSED_ATTR]
+        for group in [op for op in ops if op.name == "fusion.group"]:
             lower_group(group)
 
 

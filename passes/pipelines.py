@@ -1,15 +1,84 @@
-"""Named pipelines. Names end in `-pipeline`."""
+"""Named pipelines: what `braze.compile` runs for each device, registered so that
+`braze-opt -p fusion-cuda-pipeline{target=sm_90}` replays exactly what a compile ran.
 
-from .registry import register_pipeline
+    fusion-default-pipeline     group elementwise chains and lower each group to one generic
+    fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only
+    fusion-cpu-pipeline         braze.compile(device="cpu")
+    fusion-vulkan-pipeline      braze.compile(device="vulkan")
+    fusion-cuda-pipeline        braze.compile(device="cuda"): also convolutions as matmuls,
+                                padded and split matmuls, kernel and matmul tiles
+"""
 
-DEFAULT_PIPELINE = register_pipeline(
-    "fusion-default-pipeline",
-    "Fold broadcast batch matmuls, group elementwise chains, report the groups, lower each group to one linalg.generic",
-    "fusion-fold-broadcast-matmul,fusion-form-groups,fusion-report,fusion-lower-to-linalg,canonicalize,cse",
-)
+from __future__ import annotations
 
-BASELINE_PIPELINE = register_pipeline(
-    "fusion-baseline-pipeline",
-    "What braze.compile(fusion=False) runs: cleanup only, no fusion",
-    "canonicalize,cse",
-)
+from dataclasses import dataclass
+
+from .gpu.options import known_cuda_target, tuning_cache
+from .registry import PassPipeline, option, quote_option, register
+
+
+@register
+@dataclass(frozen=True)
+class DefaultPipeline(PassPipeline):
+    name = "fusion-default-pipeline"
+    summary = ("Fold broadcast batch matmuls, group elementwise chains, report the groups, lower each "
+               "group to one linalg.generic")
+
+    def expand(self) -> str:
+        return "fusion-fold-broadcast-matmul,fusion-form-groups,fusion-report,fusion-lower-to-linalg,canonicalize,cse"
+
+
+@register
+@dataclass(frozen=True)
+class BaselinePipeline(PassPipeline):
+    name = "fusion-baseline-pipeline"
+    summary = "What braze.compile(fusion=False) runs: cleanup only, no fusion"
+
+    def expand(self) -> str:
+        return "canonicalize,cse"
+
+
+@register
+@dataclass(frozen=True)
+class CpuPipeline(PassPipeline):
+    name = "fusion-cpu-pipeline"
+    summary = "What braze.compile(device='cpu') runs: fusion-default-pipeline (llvm-cpu keeps IREE's own tiles)"
+
+    def expand(self) -> str:
+        return "fusion-default-pipeline"
+
+
+@register
+@dataclass(frozen=True)
+class VulkanPipeline(PassPipeline):
+    name = "fusion-vulkan-pipeline"
+    summary = "What braze.compile(device='vulkan') runs: fusion-default-pipeline (SPIR-V keeps IREE's own tiles)"
+
+    def expand(self) -> str:
+        return "fusion-default-pipeline"
+
+
+@register
+@dataclass(frozen=True)
+class CudaPipeline(PassPipeline):
+    name = "fusion-cuda-pipeline"
+    summary = ("What braze.compile(device='cuda') runs: convolutions as im2col + matmul, fusion, padded and "
+               "split matmuls, kernel and matmul tiles for the target")
+
+    target: str = option("sm_90", "CUDA capability the kernels are configured for", check=known_cuda_target)
+    tuning_cache: str = tuning_cache()
+
+    def expand(self) -> str:
+        target = f"target={self.target}"
+        tuned = target + (f" tuning-cache={quote_option(self.tuning_cache)}" if self.tuning_cache else "")
+        return (f"fusion-conv-to-matmul{{{target}}},fusion-default-pipeline,fusion-pad-matmuls{{{tuned}}},"
+                f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
+
+
+def for_device(device: str, arch: str, tuning_cache_path: str = "") -> PassPipeline:
+    """The pipeline braze.compile runs for a device (with fusion on)."""
+    if device == "cuda":
+        return CudaPipeline(target=arch, tuning_cache=tuning_cache_path)
+    if device == "vulkan":
+        return VulkanPipeline()
+    return CpuPipeline()

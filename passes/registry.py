@@ -1,4 +1,4 @@
-"""The pass registry: names to pass classes, pipelines, and the pipeline runner.
+"""The pass registry: names to pass and pipeline classes, their options, pipeline text.
 
 Python passes are not in MLIR's textual pass registry, so braze parses a pipeline
 string itself: braze's passes go to the PassManager as Python callables, everything
@@ -7,10 +7,14 @@ else (canonicalize, cse, func.func(...), ...) as textual elements, in order.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
+import math
+import os
+import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterator
 
 from braze._mlir import ir, passmanager
 from braze.errors import PassPipelineError
@@ -18,13 +22,22 @@ from braze.errors import PassPipelineError
 PASSES: dict[str, type["ModulePass"]] = {}
 """Every braze pass, by name."""
 
-PIPELINES: dict[str, "Pipeline"] = {}
+PIPELINES: dict[str, type["PassPipeline"]] = {}
 """Every named pipeline, by name (names end in `-pipeline`)."""
 
 
-def option(default: Any, doc: str) -> Any:
-    """A pass option: a dataclass field with a one-line doc shown by `--list-passes`."""
-    return dataclasses.field(default=default, metadata={"doc": doc})
+def option(default: Any, doc: str, *, minimum: float | None = None,
+           check: Callable[[Any], str | None] | None = None) -> Any:
+    """A pass or pipeline option: a dataclass field with a one-line doc shown by `--list-passes`.
+
+    minimum: the smallest value a number may take. check(value) returns why a value is
+    wrong, or None. Float options never accept NaN or infinity."""
+    return dataclasses.field(default=default, metadata={"doc": doc, "minimum": minimum, "check": check})
+
+
+def spelled(name: str) -> str:
+    """An option's name as users type it in a pipeline (`matmul_config` -> `matmul-config`)."""
+    return name.replace("_", "-")
 
 
 class PassFailure(Exception):
@@ -36,45 +49,86 @@ class PassFailure(Exception):
         self.location = location
 
 
-class ModulePass:
-    """Base of braze's passes: a frozen dataclass whose fields are its options."""
+class Configurable:
+    """A frozen dataclass whose fields are options, written `name{key=value ...}` in a pipeline."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
 
-    def run(self, module: ir.Operation) -> None:
-        raise NotImplementedError
+    def __post_init__(self) -> None:
+        for f in self.options():
+            value = getattr(self, f.name)
+            kind = type(f.default)
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                self.option_error(f, f"expects a {kind.__name__}, got {value!r}")
+            if kind is float and not math.isfinite(value):
+                self.option_error(f, f"expects a finite number, got {value!r}")
+            minimum = f.metadata.get("minimum")
+            if minimum is not None and value < minimum:
+                self.option_error(f, f"must be at least {minimum:g}, got {value!r}")
+            check = f.metadata.get("check")
+            why = check(value) if check is not None else None
+            if why:
+                self.option_error(f, why)
+
+    @classmethod
+    def option_error(cls, f: dataclasses.Field | str, why: str) -> None:
+        name = f if isinstance(f, str) else f.name
+        raise PassPipelineError(f"option '{spelled(name)}' of '{cls.name}' {why}")
 
     @classmethod
     def options(cls) -> list[dataclasses.Field]:
         return list(dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else []
 
     @classmethod
-    def from_options(cls, values: dict[str, str]) -> "ModulePass":
-        known = {f.name.replace("_", "-"): f for f in cls.options()}
+    def from_options(cls, values: dict[str, str]):
+        known = {spelled(f.name): f for f in cls.options()}
         kwargs = {}
         for key, text in values.items():
-            f = known.get(key) or known.get(key.replace("_", "-"))
+            f = known.get(spelled(key))
             if f is None:
                 names = ", ".join(sorted(known)) or "none"
-                raise PassPipelineError(
-                    f"pass '{cls.name}' has no option '{key}' (its options: {names})"
-                )
-            kwargs[f.name] = _parse_option_value(cls.name, key, f, text)
+                raise PassPipelineError(f"'{cls.name}' has no option '{key}' (its options: {names})")
+            kwargs[f.name] = _parse_option_value(cls, f, text)
         return cls(**kwargs)
 
-    def pipeline_text(self) -> str:
-        """This pass with its non-default options, as it would be written in a pipeline."""
+    def pipeline_text(self, explicit: tuple[str, ...] = ()) -> str:
+        """This element with its non-default options (and those named in `explicit`), as it
+        would be written in a pipeline."""
         parts = []
         for f in self.options():
             value = getattr(self, f.name)
-            if value != f.default:
+            if value != f.default or f.name in explicit:
                 shown = str(value).lower() if isinstance(value, bool) else str(value)
-                parts.append(f"{f.name.replace('_', '-')}={shown}")
+                parts.append(f"{spelled(f.name)}={quote_option(shown)}")
         return self.name + ("{" + " ".join(parts) + "}" if parts else "")
 
 
-def _parse_option_value(pass_name: str, key: str, f: dataclasses.Field, text: str) -> Any:
+def quote_option(text: str) -> str:
+    """An option value as pipeline text: double-quoted when it is empty or holds spaces,
+    braces or quotes (the form `_parse_options` reads back)."""
+    if text and not any(c.isspace() or c in '{}"\'' for c in text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class ModulePass(Configurable):
+    """Base of braze's passes: a frozen dataclass whose fields are its options."""
+
+    def run(self, module: ir.Operation) -> None:
+        raise NotImplementedError
+
+
+class PassPipeline(Configurable):
+    """Base of braze's named pipelines: options, and the pipeline text they expand to."""
+
+    def expand(self) -> str:
+        raise NotImplementedError
+
+
+def _parse_option_value(cls, f: dataclasses.Field, text: str) -> Any:
     kind = type(f.default)
     try:
         if kind is bool:
@@ -90,48 +144,20 @@ def _parse_option_value(pass_name: str, key: str, f: dataclasses.Field, text: st
             return float(text)
         return text
     except ValueError:
-        raise PassPipelineError(
-            f"option '{key}' of pass '{pass_name}' expects a {kind.__name__}, got '{text}'"
-        ) from None
+        cls.option_error(f, f"expects a {kind.__name__}, got '{text}'")
 
 
-def register(cls: type[ModulePass]) -> type[ModulePass]:
-    """Class decorator: add a pass to `PASSES` under its `name`."""
+def register(cls):
+    """Class decorator: add a pass to `PASSES` (or a pipeline to `PIPELINES`) under its `name`."""
     if cls.name in PASSES or cls.name in PIPELINES:
         raise RuntimeError(f"pass name '{cls.name}' registered twice")
-    PASSES[cls.name] = cls
+    if issubclass(cls, PassPipeline):
+        if not cls.name.endswith("-pipeline"):
+            raise RuntimeError(f"pipeline name '{cls.name}' must end in '-pipeline'")
+        PIPELINES[cls.name] = cls
+    else:
+        PASSES[cls.name] = cls
     return cls
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """A named pipeline: a summary and the pipeline text it expands to."""
-
-    name: str
-    summary: str
-    text: str
-
-
-def register_pipeline(name: str, summary: str, text: str) -> Pipeline:
-    if not name.endswith("-pipeline"):
-        raise RuntimeError(f"pipeline name '{name}' must end in '-pipeline'")
-    if name in PASSES or name in PIPELINES:
-        raise RuntimeError(f"pipeline name '{name}' registered twice")
-    PIPELINES[name] = Pipeline(name, summary, text)
-    return PIPELINES[name]
-
-
-def ops_named(module: ir.Operation, name: str) -> list[ir.Operation]:
-    """Every op called `name` nested in `module`, in walk order (collected before any rewrite)."""
-    found = []
-
-    def visit(op):
-        if op.name == name:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit)
-    return found
 
 
 # ---------------------------------------------------------------------------
@@ -140,6 +166,17 @@ def ops_named(module: ir.Operation, name: str) -> list[ir.Operation]:
 _ANALYSES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "braze_analyses", default=None
 )
+
+
+@contextlib.contextmanager
+def collecting_analyses() -> Iterator[dict[str, Any]]:
+    """Collect what passes record with `record_analysis` while the block runs."""
+    sink: dict[str, Any] = {}
+    token = _ANALYSES.set(sink)
+    try:
+        yield sink
+    finally:
+        _ANALYSES.reset(token)
 
 
 def record_analysis(key: str, value: Any) -> None:
@@ -180,14 +217,43 @@ def split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _parse_options(pass_name: str, text: str) -> dict[str, str]:
-    values = {}
-    for item in text.split():
+def _parse_options(name: str, text: str) -> dict[str, str]:
+    """`key=value key2="a b" flag` -> {key: value, key2: 'a b', flag: 'true'} (as MLIR's
+    option syntax: whitespace separates, double quotes keep spaces, `\\` escapes)."""
+    values, items, current, quoted, escaped = {}, [], "", False, False
+    for ch in text + " ":
+        if escaped:
+            current, escaped = current + ch, False
+        elif ch == "\\" and quoted:
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch.isspace() and not quoted:
+            if current:
+                items.append(current)
+            current = ""
+        else:
+            current += ch
+    if quoted:
+        raise PassPipelineError(f"unterminated quote in options '{{{text}}}' of '{name}'")
+    for item in items:
         key, eq, value = item.partition("=")
         if not key:
-            raise PassPipelineError(f"empty option name in '{{{text}}}' of pass '{pass_name}'")
+            raise PassPipelineError(f"empty option name in '{{{text}}}' of '{name}'")
         values[key] = value if eq else "true"
     return values
+
+
+def parse_element(element: str):
+    """A braze pass or pipeline instance for one pipeline element, or None if it is not braze's."""
+    name, brace, rest = element.partition("{")
+    name = name.strip()
+    cls = PASSES.get(name) or PIPELINES.get(name)
+    if cls is None:
+        return None
+    if brace and not rest.rstrip().endswith("}"):
+        raise PassPipelineError(f"options of '{name}' must end in '}}': '{element}'")
+    return cls.from_options(_parse_options(name, rest.rstrip()[:-1]) if brace else {})
 
 
 def parse_pipeline(text: str) -> list[Step]:
@@ -197,17 +263,11 @@ def parse_pipeline(text: str) -> list[Step]:
         text = text[len("builtin.module(") : -1]
     steps: list[Step] = []
     for element in split_top_level(text):
-        name, brace, rest = element.partition("{")
-        name = name.strip()
-        if name in PIPELINES:
-            if brace:
-                raise PassPipelineError(f"pipeline '{name}' takes no options")
-            steps.extend(parse_pipeline(PIPELINES[name].text))
-        elif name in PASSES:
-            if brace and not rest.endswith("}"):
-                raise PassPipelineError(f"options of pass '{name}' must end in '}}': '{element}'")
-            values = _parse_options(name, rest[:-1]) if brace else {}
-            steps.append(Step(element, PASSES[name].from_options(values)))
+        instance = parse_element(element)
+        if isinstance(instance, PassPipeline):
+            steps.extend(parse_pipeline(instance.expand()))
+        elif instance is not None:
+            steps.append(Step(instance.pipeline_text(), instance))
         else:
             steps.append(Step(element))
     return steps
@@ -219,6 +279,12 @@ def _python_pass(instance: ModulePass) -> Callable:
             instance.run(op)
         except PassFailure as failure:
             (failure.location or op.location).emit_error(failure.message)
+            pass_.signal_pass_failure()
+        except Exception as e:  # a bug in the pass: fail it with where it happened, never abort
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+            op.location.emit_error(f"{instance.name} raised {type(e).__name__}: {e} (at {where}; "
+                                   "a bug in the pass)")
             pass_.signal_pass_failure()
 
     run.__name__ = type(instance).__name__
@@ -243,25 +309,3 @@ def build_pass_manager(steps: list[Step]) -> passmanager.PassManager:
                     "(see `braze-opt --list-passes`)."
                 ) from None
     return pm
-
-
-def run_pipeline(module: ir.Module | ir.Operation, pipeline: str, *, verify: bool = True) -> dict[str, Any]:
-    """Run a pipeline on a module in place; return the analyses its passes recorded.
-
-    Raises `PassPipelineError` for a bad pipeline and `braze.errors.CompileError` (with
-    the diagnostics) when a pass fails.
-    """
-    from braze.errors import CompileError
-
-    op = module.operation if isinstance(module, ir.Module) else module
-    pm = build_pass_manager(parse_pipeline(pipeline))
-    pm.enable_verifier(verify)
-    sink: dict[str, Any] = {}
-    token = _ANALYSES.set(sink)
-    try:
-        pm.run(op)
-    except ir.MLIRError as e:
-        raise CompileError(f"pipeline '{pipeline}' failed: {e}") from None
-    finally:
-        _ANALYSES.reset(token)
-    return sink

@@ -11,7 +11,8 @@ torch-mlir imports the location names the FX node / source line when the exporte
 "Bytes saved" counts, for every tensor made and consumed inside a group, one write and one
 read per use inside the group that no longer go to memory. Reasons for unfused pairs come
 from the `fusion.unfused` attributes fusion-form-groups leaves on consumers. MLIR's Python
-bindings offer no way to emit a remark, so there is no `remarks` option.
+bindings offer no way to emit a remark, so `print` writes the report to stderr instead (as
+mlir-opt's analysis printers do), where lit tests read it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 
 from braze._mlir import ir
 
-from .form_groups import UNFUSED_ATTR, op_id, tensor_bytes
-from .registry import ModulePass, ops_named, record_analysis, register
+from braze.dialects.fusion import UNFUSED_ATTR
+from braze.irutil import all_ops, op_id
+
+from .elementwise import tensor_bytes
+from .registry import ModulePass, option, record_analysis, register
 
 
 @dataclass
@@ -167,22 +172,21 @@ class ReportPass(ModulePass):
     name = "fusion-report"
     summary = "Report each fusion.group's ops and bytes saved, and why adjacent ops were not fused"
 
+    print: bool = option(False, "Also print the report (every group and unfused pair) to stderr")
+
     def run(self, module: ir.Operation) -> None:
-        record_analysis("fusion-report", build_report(module))
+        report = build_report(module)
+        record_analysis("fusion-report", report)
+        if self.print:
+            sys.stderr.write(report.to_text() + "\n")
+            sys.stderr.flush()
 
 
 def build_report(module: ir.Operation) -> FusionReport:
     report = FusionReport()
-    for f in ops_named(module, "func.func"):
+    for f in all_ops(module, "func.func"):
         fname = ir.StringAttr(f.attributes["sym_name"]).value
-        found = []
-
-        def visit_in(op):
-            found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        f.walk(visit_in)
-        for op in found:
+        for op in all_ops(f, post_order=True):
             if op.name == "fusion.group":
                 report.groups.append(_group_info(fname, op))
             if UNFUSED_ATTR in op.attributes:
@@ -226,3 +230,9 @@ def _group_info(fname: str, group: ir.Operation) -> GroupInfo:
         len(group.results),
         saved,
     )
+
+
+def count_linalg_ops(module_op: ir.Operation) -> int:
+    """linalg ops in a module (structured ops only: linalg.yield and linalg.index excluded)."""
+    return sum(1 for op in all_ops(module_op)
+               if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"))

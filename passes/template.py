@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from braze._mlir import ir
+from braze.irutil import remap_operands
 
 
 def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir.Value:
@@ -23,7 +24,7 @@ def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir
                 result = mapping[template.operands[0]]
                 break
             clone = template.clone()
-            _rebind(clone, mapping)
+            remap_operands(clone, mapping)
             for old, new in zip(template.results, clone.results):
                 mapping[old] = new
     return result
@@ -33,14 +34,3 @@ def replace_with_template(op: ir.Operation, text: str, args: list[ir.Value]) -> 
     """Replace `op`'s one result with the template's (inline_template before `op`), erase `op`."""
     op.results[0].replace_all_uses_with(inline_template(text, args, op))
     op.erase()
-
-
-def _rebind(op: ir.Operation, mapping: dict) -> None:
-    """Replace operands of `op` and of every op nested in it that `mapping` names."""
-    for i, operand in enumerate(op.operands):
-        if operand in mapping:
-            op.operands[i] = mapping[operand]
-    for region in op.regions:
-        for block in region.blocks:
-            for nested in block.operations:
-                _rebind(nested.operation, mapping)

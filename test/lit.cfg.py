@@ -37,6 +37,8 @@ config.substitutions.append((r"(?<![\w/.-])braze-opt(?![\w.-])", _tool("braze-op
 config.substitutions.append((r"(?<![\w/.-])braze(?![\w.-])", _tool("braze", "braze.cli")))
 config.substitutions.append((r"(?<![\w/.-])FileCheck(?![\w.-])", f'"{filecheck}"'))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "tools", "Inputs")))
+# `cmd 2>&1 | %no-traceback | FileCheck ...`: fails when the output holds a traceback anywhere.
+config.substitutions.append(("%no-traceback", f'"{python}" "{os.path.join(config.test_source_root, "tools", "Inputs", "no_traceback.py")}"'))
 
 # Tests must not depend on the caller's environment beyond the Python that runs lit.
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"

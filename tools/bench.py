@@ -32,6 +32,10 @@ import time
 import warnings
 from pathlib import Path
 
+from braze.errors import UsageError
+
+from . import timing
+
 SCHEMA = "braze-bench/1"
 CONTENDERS = ("eager", "inductor", "iree", "braze")
 """Column order everywhere. iree = braze.compile(fusion=False); braze = fusion=True."""
@@ -51,40 +55,6 @@ def _progress(msg: str) -> None:
 
 
 # -- timing ------------------------------------------------------------------------------
-
-
-class Timer:
-    """Times one call of a contender on a device; returns seconds."""
-
-    def __init__(self, device: str):
-        self.cuda = device == "cuda"
-        if self.cuda:
-            import torch
-
-            self._torch = torch
-            self._start = torch.cuda.Event(enable_timing=True)
-            self._end = torch.cuda.Event(enable_timing=True)
-
-    def torch_call(self, fn, args) -> float:
-        if self.cuda:
-            self._start.record()
-            fn(*args)
-            self._end.record()
-            self._end.synchronize()
-            return self._start.elapsed_time(self._end) / 1000.0
-        t0 = time.perf_counter()
-        fn(*args)
-        return time.perf_counter() - t0
-
-    def sync_call(self, fn, args) -> float:
-        """IREE calls return when the work is done; the trailing synchronize is cheap insurance."""
-        if self.cuda:
-            self._torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn(*args)
-        if self.cuda:
-            self._torch.cuda.synchronize()
-        return time.perf_counter() - t0
 
 
 def copy_bandwidth(device: str, mib: int = 256, reps: int = 10) -> float:
@@ -287,7 +257,7 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
     """Check numerics, count kernels, time all ready contenders round robin; fill their entries."""
     import torch
 
-    timer = Timer(device)
+    timer = timing.Timer(device)
     by_name = {c["name"]: c for c in contenders}
     eager = by_name["eager"]
     with torch.no_grad():
@@ -314,7 +284,7 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
 
     def call(c) -> float:
         with torch.no_grad():
-            return timer.torch_call(c["_fn"], args) if c["_torch"] else timer.sync_call(c["_fn"], args)
+            return timer.event_call(c["_fn"], args) if c["_torch"] else timer.sync_call(c["_fn"], args)
 
     for _ in range(3):  # warm-up: caches, allocator pools, lazy initialization
         for c in ready:
@@ -334,7 +304,7 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
         model = eager["_fn"]
         with torch.no_grad():
             outs = _flat(model(*args))
-        from braze.tools.bench_workloads import min_bytes
+        from braze.zoo import min_bytes
 
         nbytes = min_bytes(args, outs, model)
         for c in ready:
@@ -436,7 +406,7 @@ def _default_budget(device: str, quick: bool) -> tuple[float, int]:
 
 
 def bench_here(args) -> int:
-    from braze.tools.bench_workloads import select
+    from braze.zoo import select
 
     device = args.device
     workloads = select(_names(args.workloads), device, args.quick)
@@ -494,7 +464,7 @@ def _names(text: str | None) -> list[str] | None:
 def bench_build(args) -> int:
     import torch
 
-    from braze.tools.bench_workloads import checksum, select
+    from braze.zoo import checksum, select
 
     device = args.device
     out = Path(args.dir)
@@ -597,7 +567,7 @@ def bench_run(args) -> int:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS, checksum
+    from braze.zoo import WORKLOADS, checksum
 
     directory = Path(args.dir)
     manifests = [json.loads(p.read_text()) | {"_dir": p.parent} for p in _manifests(directory)]
@@ -836,13 +806,37 @@ def _parser() -> argparse.ArgumentParser:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a small subset with a short time budget")
     p.add_argument("--workloads", help="comma-separated names (default: the device's suite)")
-    p.add_argument("--reps", type=int, default=None,
+    p.add_argument("--reps", type=_positive, default=None,
                    help="timed reps per contender (default: as many as fit a time budget, at least 5)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--chart", help="write a PNG chart of speedups here (needs matplotlib)")
     p.add_argument("--out-dir", help="write DEVICE-DATE.json/.md/.png here (e.g. bench/results)")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=_positive, default=None,
                    help="CPU only: threads for torch and IREE's local-task executor (default: all cores)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expects a whole number of at least 1, got '{text}'")
+    return value
+
+
+def _results(path: str) -> dict:
+    """A results JSON written by braze bench; UsageError naming the file when it is not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read results file '{path}': {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"'{path}' is not JSON ({e}); give a results file written by braze bench --json") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("workloads"), list):
+        raise UsageError(f"'{path}' is not a braze bench results file (schema {SCHEMA}); "
+                         "give one written by braze bench --json")
+    return data
 
 
 def set_threads(n: int | None) -> None:
@@ -857,7 +851,14 @@ def set_threads(n: int | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as e:
+        print(f"braze bench: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -886,20 +887,20 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("results")
         p.add_argument("-o", "--output", required=True)
         a = p.parse_args(argv[1:])
-        note = chart(json.loads(Path(a.results).read_text()), a.output)
+        note = chart(_results(a.results), a.output)
         print(note or f"wrote {a.output}", file=sys.stderr)
         return 1 if note else 0
     if sub == "table":
         p = argparse.ArgumentParser(prog="braze bench table")
         p.add_argument("results")
-        print(table(json.loads(Path(p.parse_args(argv[1:]).results).read_text())))
+        print(table(_results(p.parse_args(argv[1:]).results)))
         return 0
     if sub == "merge":
         p = argparse.ArgumentParser(prog="braze bench merge")
         p.add_argument("results", nargs="+")
         p.add_argument("-o", "--output", required=True)
         a = p.parse_args(argv[1:])
-        merged = merge([json.loads(Path(r).read_text()) for r in a.results])
+        merged = merge([_results(r) for r in a.results])
         Path(a.output).write_text(json.dumps(merged, indent=2) + "\n")
         print(table(merged))
         return 0

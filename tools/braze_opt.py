@@ -20,7 +20,6 @@ import contextlib
 import gc
 import os
 import re
-import shlex
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -140,7 +139,8 @@ def _main(args: argparse.Namespace) -> int:
         if output is not None:
             outputs.append(output)
     separator = SPLIT_MARKER + "\n"
-    _write_output(args.output, separator.join(outputs))
+    if ok or args.output == "-":  # a failed run leaves an existing output file as it was
+        _write_output(args.output, separator.join(outputs))
     return 0 if ok else 1
 
 
@@ -174,7 +174,7 @@ def _pipeline_text(args: argparse.Namespace) -> str:
 
 def _validate_pipeline(pipeline: str) -> None:
     """Fail before reading input when the pipeline names an unknown pass or a bad option."""
-    from braze._mlir import new_context
+    from braze.dialects.fusion import new_context
     from braze.passes.registry import build_pass_manager, parse_pipeline
 
     with new_context(), _captured_stderr(True) as native:
@@ -205,9 +205,10 @@ def _write_output(path: str, text: str) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
+    from braze.fileutil import write_atomically
+
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomically(path, text.encode("utf-8"), overwrite=True, regular_only=False)
     except OSError as e:
         raise BrazeError(f"cannot write output file '{path}': {e.strerror or e}") from None
     return 0
@@ -371,7 +372,8 @@ def _verify(chunk: _Chunk) -> bool:
 
 
 def _process_chunk(chunk: _Chunk, pipeline: str, args: argparse.Namespace) -> tuple[bool, str | None]:
-    from braze._mlir import ir, new_context
+    from braze._mlir import ir
+    from braze.dialects.fusion import new_context
 
     ctx = new_context()
     ctx.allow_unregistered_dialects = args.allow_unregistered_dialect
@@ -547,48 +549,36 @@ def _filter_dumps(text: str, before: set[str], after: set[str], args: argparse.N
 
 def _write_reproducer(chunk: _Chunk, pipeline: str, args: argparse.Namespace) -> None:
     """Find the failing step by replaying the pipeline one step at a time on a fresh parse,
-    write the IR that went into it, and print the command that replays just that step."""
-    from braze._mlir import ir, new_context
-    from braze.passes.registry import build_pass_manager, parse_pipeline
+    write the IR that went into it, and print the command that replays just that step
+    (braze.passes.runner does the same for braze.compile)."""
+    from braze._mlir import ir
+    from braze.dialects.fusion import new_context
+    from braze.passes.registry import parse_pipeline
+    from braze.passes.runner import find_failing_step, replay_command, write_reproducer
 
-    steps = parse_pipeline(pipeline)
     ctx = new_context()
-    ctx.allow_unregistered_dialect = args.allow_unregistered_dialect
+    ctx.allow_unregistered_dialects = args.allow_unregistered_dialect
     ctx.attach_diagnostic_handler(lambda d: True)
-    failing, ir_text = None, None
     with ctx:
         scratch = _Chunk(chunk.text, chunk.buffer_name, chunk.source_lines, chunk.index)
         module = _parse(scratch, ir)
         if module is None:
             return
-        for step in steps:
-            ir_text = module.operation.get_asm(enable_debug_info=True)
-            pm = build_pass_manager([step])
-            pm.enable_verifier(args.verify_each in ("true", "1"))
-            try:
-                pm.run(module.operation)
-            except ir.MLIRError:
-                failing = step
-                break
-            finally:
-                del pm
-    if failing is None:
+        failure = find_failing_step(module.operation, parse_pipeline(pipeline),
+                                    verify=args.verify_each in ("true", "1"))
+    if failure is None:
         # The failure did not recur pass by pass: hand over the input and the whole pipeline.
         ir_text, replay = chunk.text.lstrip("\n"), pipeline
         note = "the failure did not recur when the passes ran one at a time; this replays the whole pipeline"
     else:
-        replay = failing.braze_pass.pipeline_text() if failing.braze_pass else failing.text
+        ir_text, replay = failure.ir_text, failure.replay
         note = f"the IR that went into the failing pass '{replay}'"
     path = _reproducer_path(args, chunk)
-    command = ["braze-opt", path, "-p", replay]
-    if args.allow_unregistered_dialect:
-        command.append("--allow-unregistered-dialect")
-    if args.verify_each in ("false", "0"):
-        command.append("--verify-each=false")
-    shown = " ".join(shlex.quote(c) for c in command)
+    extra = (("--allow-unregistered-dialect",) if args.allow_unregistered_dialect else ()) + \
+        (("--verify-each=false",) if args.verify_each in ("false", "0") else ())
+    shown = replay_command(path, replay, extra)
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(f"// braze-opt reproducer: {note}.\n// Replay: {shown}\n{ir_text}")
+        write_reproducer(path, ir_text, shown, note)
     except OSError as e:
         sys.stderr.write(f"braze-opt: could not write a reproducer to '{path}': {e.strerror or e}\n")
         return
@@ -614,26 +604,31 @@ def _list_passes_text() -> str:
 
     lines = ["braze passes (use them in -p / --pass-pipeline):"]
     for name in sorted(PASSES):
-        cls = PASSES[name]
-        lines.append(f"  {name}  -  {getattr(cls, 'summary', '')}")
-        docs = _option_docs(cls)
-        for f in cls.options():
-            default = f.default
-            shown = str(default).lower() if isinstance(default, bool) else repr(default) \
-                if isinstance(default, str) else str(default)
-            lines.append(f"    {f.name.replace('_', '-')}=<{type(default).__name__}>"
-                         f"  (default: {shown})  {docs.get(f.name, '')}".rstrip())
+        lines += _describe(PASSES[name])
     lines.append("")
-    lines.append("braze pipelines:")
+    lines.append("braze pipelines (the device pipelines are what braze.compile runs):")
     for name in sorted(PIPELINES):
-        pipe = PIPELINES[name]
-        lines.append(f"  {name}  -  {pipe.summary}")
-        lines.append(f"    = {pipe.text}")
+        cls = PIPELINES[name]
+        lines += _describe(cls)
+        lines.append(f"    = {cls().expand()}")
     lines.append("")
     lines.append("Upstream MLIR passes are accepted too, in any mix with braze's: e.g. canonicalize, "
                  "cse, linalg-fuse-elementwise-ops, func.func(canonicalize); "
                  "`torch-mlir-opt --help` lists them with their options.")
     return "\n".join(lines) + "\n"
+
+
+def _describe(cls) -> list[str]:
+    """A pass's or pipeline's name, summary and options, as --list-passes shows them."""
+    lines = [f"  {cls.name}  -  {getattr(cls, 'summary', '')}"]
+    docs = _option_docs(cls)
+    for f in cls.options():
+        default = f.default
+        shown = str(default).lower() if isinstance(default, bool) else repr(default) \
+            if isinstance(default, str) else str(default)
+        lines.append(f"    {f.name.replace('_', '-')}=<{type(default).__name__}>"
+                     f"  (default: {shown})  {docs.get(f.name, '')}".rstrip())
+    return lines
 
 
 def _option_docs(cls) -> dict[str, str]:

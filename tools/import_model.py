@@ -18,13 +18,9 @@ import os
 import sys
 from typing import Any, Callable
 
-from braze.errors import BrazeError
+from braze.errors import BrazeError, UsageError
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "bool")
-
-
-class UsageError(BrazeError):
-    """A flag or the MODEL spec is malformed (exit status 2, like argparse)."""
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -61,25 +57,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    shapes = [_parse_shape(s) for s in args.shape]
-    factory = load_factory(args.model)
-    model, example = _call_factory(factory, args.model)
-    if shapes:
-        example = tuple(_random_input(shape, args.dtype) for shape in shapes)
-    elif example is None:
-        raise UsageError(
-            f"'{args.model}' returned a module without example inputs: give one --shape per "
-            "input (e.g. --shape 2,16,256), or make the factory return (module, example_inputs)"
-        )
+    model, example = example_inputs(args.model, args.shape, args.dtype)
     text = import_to_text(model, example, debuginfo=args.mlir_print_debuginfo)
-    if args.output == "-":
+    return write_output(args.output, text)
+
+
+def write_output(path: str, text: str) -> int:
+    """Text to stdout ('-') or, whole or not at all, to a file."""
+    if path == "-":
         sys.stdout.write(text)
         return 0
+    from braze.fileutil import write_atomically
+
     try:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomically(path, text.encode("utf-8"), overwrite=True, regular_only=False)
     except OSError as e:
-        raise BrazeError(f"cannot write output file '{args.output}': {e.strerror or e}") from None
+        raise BrazeError(f"cannot write output file '{path}': {e.strerror or e}") from None
     return 0
 
 
@@ -99,9 +92,14 @@ def import_to_text(model, example: tuple, *, debuginfo: bool = False) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def _parse_shape(text: str) -> tuple[int, ...]:
+MAX_EXAMPLE_BYTES = 1 << 32
+"""Largest example input --shape may ask for (4 GiB): a typo should not exhaust memory."""
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    parts = text.replace("x", ",").split(",")
     try:
-        dims = tuple(int(d) for d in text.replace("x", ",").split(",") if d.strip())
+        dims = tuple(int(d) for d in parts)
     except ValueError:
         dims = ()
     if not dims or any(d < 0 for d in dims):
@@ -109,15 +107,40 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def _random_input(shape: tuple[int, ...], dtype: str):
+def random_input(shape: tuple[int, ...], dtype: str):
+    import math
+
     import torch
 
     torch_dtype = getattr(torch, dtype)
-    if dtype == "bool":
-        return torch.rand(shape) > 0.5
-    if not torch_dtype.is_floating_point:
-        return torch.randint(0, 16, shape, dtype=torch_dtype)
-    return torch.randn(shape, dtype=torch_dtype)
+    size = math.prod(shape) * torch.empty((), dtype=torch_dtype).element_size()
+    if size > MAX_EXAMPLE_BYTES:
+        raise UsageError(f"--shape {','.join(map(str, shape))} asks for a {size / 2**30:.0f} GiB example "
+                         f"input of {dtype}; braze import makes inputs of at most {MAX_EXAMPLE_BYTES >> 30} GiB")
+    try:
+        if dtype == "bool":
+            return torch.rand(shape) > 0.5
+        if not torch_dtype.is_floating_point:
+            return torch.randint(0, 16, shape, dtype=torch_dtype)
+        return torch.randn(shape, dtype=torch_dtype)
+    except RuntimeError as e:
+        raise UsageError(f"cannot make an example input of shape {list(shape)}: {str(e).splitlines()[0]}") from None
+
+
+def example_inputs(spec: str, shapes: list[str], dtype: str):
+    """(model in eval mode, example inputs) from MODEL and --shape/--dtype, as `braze import` and
+    `braze compile` take them."""
+    dims = [parse_shape(s) for s in shapes]
+    factory = load_factory(spec)
+    model, example = _call_factory(factory, spec)
+    if dims:
+        example = tuple(random_input(d, dtype) for d in dims)
+    elif example is None:
+        raise UsageError(
+            f"'{spec}' returned a module without example inputs: give one --shape per "
+            "input (e.g. --shape 2,16,256), or make the factory return (module, example_inputs)"
+        )
+    return model, example
 
 
 def load_factory(spec: str) -> Callable[[], Any]:

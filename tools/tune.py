@@ -1,18 +1,20 @@
 """Autotune braze's kernel configurations on a GPU: compile here, measure there.
 
-    python -m braze.tools.tune build DIR --target sm_90 [--workloads elementwise_chain,...]
+    braze tune build DIR --target sm_90 [--workloads elementwise_chain,...]
                                                         [--matmuls bert_layer,transformer_encoder,...]
         (here, with the compiler) compiles candidates and writes DIR/manifest.json:
         elementwise: each workload once per configuration (fusion-configure-kernels{config=...});
         matmuls: every (batch) matmul signature found in the --matmuls workloads, as a standalone
         `a @ b` of that shape and dtype, once per MatmulConfig candidate
         (fusion-configure-kernels{matmul_config=...}) and once with IREE's default tiles.
-    python -m braze.tools.tune run DIR
+    braze tune run DIR
         (on the GPU host) times every candidate with CUDA events, checks it against eager
         PyTorch, and writes DIR/winners.json (with torch's time for each matmul beside it).
-    python -m braze.tools.tune import DIR/winners.json
+    braze tune import DIR/winners.json
         (here) stores each winner in the tuning cache (braze.tuning), keyed by kernel
         signature and target, so every later compile uses it.
+
+(`python -m braze.tools.tune ...` is the same command, for a GPU host without the `braze` script.)
 
 An elementwise candidate forces one configuration on every standalone elementwise kernel of
 its workload, so tune workloads with one such kernel each (the elementwise chains).
@@ -37,16 +39,16 @@ CANDIDATES = [
 def _signatures(model, args, target: str, collect) -> list[str]:
     """`collect(module_op)` on the model as braze configures it for the target."""
     from braze import frontend
-    from braze.passes import registry
+    from braze.passes import runner
 
     imported = frontend.import_model(model, tuple(args))
     with imported.context:
-        registry.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
+        runner.run_pipeline(imported.module, f"fusion-default-pipeline,fusion-configure-kernels{{target={target}}}")
         return collect(imported.module.operation)
 
 
 def _kernel_signatures(model, args, target: str) -> list[str]:
-    from braze.passes.configure_kernels import configured_signatures
+    from braze.passes.gpu.signatures import configured_signatures
 
     return _signatures(model, args, target, configured_signatures)
 
@@ -57,17 +59,14 @@ class MatMul:
     B is given; with tb, b is given as N x K and transposed inside the model (a Linear's weight)."""
 
     def __init__(self, signature: str):
-        import re
+        from braze.passes.gpu.configs import MatmulSignature
 
-        found = re.fullmatch(r"(batch_)?matmul_(tb_)?([0-9x]+)_(\w+)", signature)
-        if found is None:
-            raise ValueError(f"not a matmul signature: {signature!r}")
+        sig = MatmulSignature.parse(signature)
         self.signature = signature
-        self.batched, self.transposed, self.dtype = bool(found[1]), bool(found[2]), found[4]
-        dims = [int(d) for d in found[3].split("x")]
-        batch, (m, n, k) = (dims[0], dims[1:]) if self.batched else (None, dims)
-        self.batch, self.m, self.n, self.k = batch or 1, m, n, k
-        lead = (batch,) if self.batched else ()
+        self.batched, self.transposed, self.dtype = sig.batched, sig.transposed_b, sig.element
+        self.batch, self.m, self.n, self.k = sig.batch, sig.m, sig.n, sig.k
+        m, n, k = sig.m, sig.n, sig.k
+        lead = (sig.batch,) if self.batched else ()
         self.shapes = [lead + (m, k), lead + ((n, k) if self.transposed else (k, n))]
 
     def build(self, device: str = "cpu"):
@@ -89,15 +88,15 @@ class MatMul:
 
 def _matmul_signatures(model, args, target: str) -> list[str]:
     """Every matmul braze could tile, configured or not (IREE's default is a candidate too)."""
-    from braze.passes.configure_kernels import configured_matmul_signatures
+    from braze.passes.gpu.signatures import configured_matmul_signatures
 
     return _signatures(model, args, target, lambda op: configured_matmul_signatures(op, configured_only=False))
 
 
 def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:
     import braze
-    from braze.passes.configure_kernels import MATMUL_CANDIDATES, choose_matmul_config
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.passes.gpu.cost_model import MATMUL_CANDIDATES, choose_matmul_config
+    from braze.zoo import WORKLOADS
 
     signatures: list[str] = []
     for name in workloads:
@@ -129,8 +128,9 @@ def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: 
 
 def build(directory: Path, target: str, workloads: list[str], matmul_workloads: list[str] | None = None) -> int:
     import braze
-    from braze.passes.configure_kernels import choose_config
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.passes.gpu.configs import ElementwiseSignature
+    from braze.passes.gpu.cost_model import choose_config
+    from braze.zoo import WORKLOADS
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {"target": target, "workloads": []}
@@ -142,7 +142,8 @@ def build(directory: Path, target: str, workloads: list[str], matmul_workloads: 
         if len(signatures) != 1:
             print(f"skip {name}: {len(signatures)} standalone elementwise kernels (tuning needs exactly 1)")
             continue
-        n = int(signatures[0].split("_")[1])
+        sig = ElementwiseSignature.parse(signatures[0])
+        n = sig.elements
         entry = {"kind": "elementwise", "workload": name, "signature": signatures[0], "candidates": []}
         for wg, thread, threads in CANDIDATES:
             if n % wg:
@@ -156,30 +157,12 @@ def build(directory: Path, target: str, workloads: list[str], matmul_workloads: 
         compiled = braze.compile(model, *args, device="cuda", target=target, fusion=False)
         compiled.save(directory / f"{name}-iree-default.braze", overwrite=True)
         entry["iree_default"] = f"{name}-iree-default.braze"
-        model_choice = choose_config(n, 4 if "f32" in signatures[0] else 2)
+        model_choice = choose_config(n, 4 if "f32" in sig.types else 2)
         entry["cost_model"] = model_choice.short() if model_choice else None
         manifest["workloads"].append(entry)
         print(f"{name}: {len(entry['candidates'])} candidates for {signatures[0]}", flush=True)
     (directory / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return 0
-
-
-def _time_ms(fn, reps: int = 50) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
@@ -191,7 +174,8 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.tools.timing import median_ms
+    from braze.zoo import WORKLOADS
 
     manifest = json.loads((directory / "manifest.json").read_text())
     winners = {"target": manifest["target"], "kernels": {}, "measurements": {}}
@@ -214,7 +198,7 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
             expected = model(*args)
             if matmul:
                 segment(entry["signature"], "torch", 3 + reps)
-            torch_ms = _time_ms(lambda: model(*args), reps) if matmul else None
+            torch_ms = median_ms(lambda: model(*args), reps) if matmul else None
         tolerance = 2e-2 if "bf16" in entry["signature"] else (1e-4 if matmul else 1e-2)
         rows = []
         for name, path in [("iree-default", entry["iree_default"])] + [(c["config"], c["artifact"]) for c in entry["candidates"]]:
@@ -222,7 +206,7 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
             segment(entry["signature"], name, 4 + reps)
             got = module(*args)
             err = ((got.float() - expected.float()).abs().max() / expected.float().abs().max()).item()
-            ms = _time_ms(lambda: module(*args), reps)
+            ms = median_ms(lambda: module(*args), reps)
             rows.append((name, ms, err))
             flag = "" if err < tolerance else "  WRONG: excluded"
             print(f"{label:36s} {name:26s} {ms * 1000:8.1f} us/call  rel err {err:.1e}{flag}", flush=True)
@@ -251,20 +235,17 @@ def kernels(directory: Path, csv_path: Path) -> int:
     """Pick winners by kernel time: ncu's CSV of a `run --markers`, cut at the marker fills.
 
         ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
-            python -m braze.tools.tune run DIR --reps 5 --markers > k.csv
-        python -m braze.tools.tune kernels DIR k.csv      # rewrites DIR/winners.json
+            braze tune run DIR --reps 5 --markers > k.csv
+        braze tune kernels DIR k.csv      # rewrites DIR/winners.json
     """
-    import csv
+    from braze.tools.timing import ncu_kernels
 
-    rows = [r for r in csv.reader(open(csv_path)) if len(r) > 10]
-    header, rows = rows[0], rows[1:]
-    name_col, value_col = header.index("Kernel Name"), header.index("Metric Value")
     cut: list[list[float]] = []
-    for r in rows:
-        if "FillFunctor" in r[name_col]:
+    for name, us in ncu_kernels(csv_path):
+        if "FillFunctor" in name:
             cut.append([])
         elif cut:
-            cut[-1].append(float(r[value_col].replace(",", "")) / 1000)
+            cut[-1].append(us)
     segments = json.loads((directory / "segments.json").read_text())
     if len(cut) != len(segments):
         print(f"{csv_path}: {len(cut)} marker segments, {len(segments)} expected: not the CSV of this run",
@@ -296,19 +277,28 @@ def kernels(directory: Path, csv_path: Path) -> int:
 
 def import_winners(path: Path) -> int:
     from braze import tuning
-    from braze.passes.configure_kernels import KernelConfig, MatmulConfig
+    from braze.errors import UsageError
+    from braze.passes.gpu.configs import KernelConfig, MatmulConfig, MatmulSignature
 
-    data = json.loads(path.read_text())
-    for signature, short in data["kernels"].items():
-        config = MatmulConfig if "matmul_" in signature else KernelConfig
-        tuning.record(signature, data["target"], config.parse_short(short).text())
-        print(f"{data['target']} {signature}: {short}")
-    print(f"stored in {tuning.cache_path()}")
+    try:
+        data = json.loads(path.read_text())
+        kernels, target = data["kernels"], data["target"]
+        entries = [(signature, (MatmulConfig if MatmulSignature.matches(signature) else KernelConfig)
+                    .parse_short(short)) for signature, short in kernels.items()]
+    except OSError as e:
+        raise UsageError(f"cannot read '{path}': {e.strerror or e}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UsageError(f"'{path}' is not a winners file written by `braze tune run` ({type(e).__name__}: {e})") from None
+    cache = tuning.TuningCache(tuning.default_path())
+    for signature, config in entries:
+        cache.record(signature, target, config.text())
+        print(f"{target} {signature}: {config.short()}")
+    print(f"stored in {cache.path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m braze.tools.tune", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="braze tune", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="compile candidate configurations (needs the compiler)")
     b.add_argument("dir", type=Path)
@@ -327,6 +317,19 @@ def main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("import", help="store measured winners in the tuning cache")
     i.add_argument("winners", type=Path)
     args = p.parse_args(argv)
+    from braze.errors import BrazeError, UsageError
+
+    try:
+        return _run_command(args)
+    except UsageError as e:
+        print(f"braze tune: error: {e}", file=sys.stderr)
+        return 2
+    except BrazeError as e:
+        print(f"braze tune: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _run_command(args) -> int:
     t0 = time.perf_counter()
     if args.command == "build":
         code = build(args.dir, args.target, [w for w in args.workloads.split(",") if w],

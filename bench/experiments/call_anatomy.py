@@ -3,7 +3,7 @@
     python bench/experiments/call_anatomy.py run ARTIFACT WORKLOAD [ARTIFACT WORKLOAD ...]   # GPU host
 
 Per call, each timed back to back with the device synchronized before and after
-(bench/experiments/_measure.py): torch eager; `module(*args)`; the program's `invoke` alone with
+(braze.tools.timing): torch eager; `module(*args)`; the program's `invoke` alone with
 every input, output buffer and transient buffer imported once (what IREE's runtime costs: it
 records the command buffer, submits it and waits, so it includes the kernels); the same with
 fresh output tensors imported on each call (`fresh`, as a call does); and torch's stream
@@ -14,7 +14,7 @@ the same with streams instead of CUDA graphs. Kernel sums for the same artifacts
 
 import sys
 
-from _measure import per_call_ms
+from braze.tools.timing import per_call_ms
 
 
 def run(pairs: list[tuple[str, str]]) -> None:
@@ -22,7 +22,7 @@ def run(pairs: list[tuple[str, str]]) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     print(f"{'workload':26s} {'eager':>8s} {'call':>8s} {'invoke':>8s} {'fresh':>8s} {'sync':>7s}   (us per call)")
     for path, name in pairs:

@@ -7,7 +7,7 @@
 import itertools
 import sys
 
-from _measure import per_call_ms
+from braze.tools.timing import per_call_ms
 
 
 def build(path: str) -> None:

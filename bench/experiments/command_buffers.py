@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from _measure import interleaved_ms
+from braze.tools.timing import interleaved_ms
 
 NAMES = ("transformer_encoder", "bert_layer_bf16", "gelu_mlp")
 VARIANTS = {"per-call": [], "memoized": ["--iree-hal-force-indirect-command-buffers=true"]}
@@ -25,7 +25,7 @@ def build(out: str) -> None:
     import braze
     from braze import _iree_compiler, backend
     from braze.compiler import CompiledModule
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     captured = {}
@@ -64,7 +64,7 @@ def run(out: str) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     print(f"{'workload':22s} {'eager ms':>9s} " + " ".join(f"{v + ' ms':>13s}" for v in VARIANTS) + "  max |memoized - eager|")
     for name in NAMES:

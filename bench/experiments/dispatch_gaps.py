@@ -21,7 +21,7 @@ def run(path: str, name: str) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     _, args = WORKLOADS[name].build("cuda")
     args = [a.cuda() for a in args]

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import numpy as np
-from _measure import per_call_ms
+from braze.tools.timing import per_call_ms
 
 F32 = [((64, 64), 8, (4, 4)), ((128, 64), 8, (8, 4)), ((64, 128), 8, (4, 8)), ((128, 128), 8, (8, 8)),
        ((64, 64), 16, (4, 4)), ((128, 128), 16, (8, 8)), ((32, 64), 8, (2, 4)), ((64, 32), 8, (4, 2))]

@@ -8,7 +8,7 @@ mode=$1; out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "$mode" = build ]; then
   work=$(mktemp -d)
-  python -m braze.tools.gpu_check build "$work/zoo"
+  python bench/gpu_check.py build "$work/zoo"
   braze bench build --device cuda --target sm_90 "$work/bench"
   python -m braze.tools.tune build "$work/tune" --target sm_90
   PATH="$(dirname "$(command -v python)"):$PATH" python "$here/bench/repro/vulkan_mha.py" build "$work/mha"
@@ -23,7 +23,7 @@ if [ "$mode" = build ]; then
 elif [ "$mode" = run ]; then
   work=$(mktemp -d)
   tar xJf "$out/h200.tar.xz" -C "$work"
-  python -m braze.tools.gpu_check run "$work/zoo" | tee "$out/gpu-check.txt" || true
+  python bench/gpu_check.py run "$work/zoo" | tee "$out/gpu-check.txt" || true
   for g in "$work"/bench/group-*; do python -m braze.tools.bench run "$g" --json "$out/$(basename "$g").json"; done
   python -m braze.tools.tune run "$work/tune" | tee "$out/tune.txt"; cp "$work/tune/winners.json" "$out/"
   python "$here/bench/repro/vulkan_mha.py" run "$work/mha" | tee "$out/vulkan-mha.txt" || true

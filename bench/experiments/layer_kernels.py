@@ -12,14 +12,14 @@
 import os
 import sys
 
-from _measure import ncu_kernels
+from braze.tools.timing import ncu_kernels
 
 LAYERS = ("transformer_encoder", "bert_layer", "transformer_encoder_bf16", "bert_layer_bf16")
 
 
 def build(out: str, names: list[str]) -> None:
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     for name in names or LAYERS:
@@ -32,7 +32,7 @@ def run(path: str, name: str) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     model, args = WORKLOADS[name].build("cuda")
     model, args = model.cuda(), [a.cuda() for a in args]

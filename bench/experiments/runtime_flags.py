@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from _measure import per_call_ms
+from braze.tools.timing import per_call_ms
 
 FLAG_SETS = [[], ["--cuda_use_streams=true"], ["--cuda_use_streams=true", "--cuda_allow_inline_execution=true"],
              ["--cuda_async_allocations=false"]]
@@ -20,7 +20,7 @@ def build(out: str) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     for name in LAYERS:
@@ -39,7 +39,7 @@ def child(out: str) -> None:
     import torch
 
     import braze
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     parts = []
     for name in LAYERS:

@@ -7,7 +7,7 @@
     python bench/experiments/variants.py table k.csv
 
 SET names a group of (workload, variant, compile options) below. `run` interleaves eager and
-every variant of a workload in rounds (bench/experiments/_measure.py), checks each against
+every variant of a workload in rounds (braze.tools.timing), checks each against
 eager, and prints ms per call; `kernels` makes one call of each variant between two marker
 kernels (1-element torch fills), after a first unmarked call, and `table` lists the kernels
 between each pair of markers under the variant's name (the order of DIR/kernels-order.txt).
@@ -17,7 +17,7 @@ import copy
 import os
 import sys
 
-from _measure import interleaved_ms, ncu_kernels
+from braze.tools.timing import interleaved_ms, ncu_kernels
 
 IM2COL = ["--iree-global-opt-use-im2col-for-convs"]
 NO_CONV_PASS = "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}"
@@ -62,7 +62,7 @@ def _workload(name: str):
     """Model and inputs of a bench workload; 'attention_bf16' is braze bench's attention in bfloat16."""
     import torch
 
-    from braze.tools.bench_workloads import WORKLOADS
+    from braze.zoo import WORKLOADS
 
     if name == "attention_bf16":
         model, args = WORKLOADS["attention"].build("cuda")

@@ -10,19 +10,22 @@ needs torch, torch-mlir and iree-base-compiler.
 from .compiler import CompiledModule, __version__, compile, load
 from .errors import (
     ArtifactError,
+    ArtifactExistsError,
     BrazeError,
     CompileError,
     DependencyError,
     DeviceError,
     ExportError,
     InputError,
+    InternalError,
     PassPipelineError,
     UnsupportedOpError,
+    UsageError,
 )
 from .targets import available_devices
 
 __all__ = [
-    "ArtifactError", "BrazeError", "CompileError", "CompiledModule", "DependencyError",
-    "DeviceError", "ExportError", "InputError", "PassPipelineError", "UnsupportedOpError",
+    "ArtifactError", "ArtifactExistsError", "BrazeError", "CompileError", "CompiledModule", "DependencyError",
+    "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
     "__version__", "available_devices", "compile", "load",
 ]

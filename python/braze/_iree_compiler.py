@@ -30,6 +30,19 @@ class CompiledVmfb:
     executable_count: int | None
 
 
+def module_text(source: bytes, *, module_hook=None) -> str:
+    """The module as IREE's bindings parse it, after `module_hook`, as text (no compilation)."""
+    session = Session()
+    with session.context:
+        try:
+            module = iree_ir.Module.parse(source)
+        except iree_ir.MLIRError as e:
+            raise CompileError(f"IREE could not parse the module braze produced (a braze bug): {e}") from None
+        if module_hook is not None:
+            module_hook(module)
+        return module.operation.get_asm(enable_debug_info=False)
+
+
 def compile_module(source: bytes, flags: list[str], *, module_hook=None) -> CompiledVmfb:
     """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
 

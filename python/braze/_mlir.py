@@ -24,18 +24,8 @@ except ImportError as e:  # pragma: no cover - exercised only without torch-mlir
 
 __all__ = [
     "fx_importer", "arith", "dialect_ext", "func", "ir", "irdl", "linalg", "math", "passmanager",
-    "rewrite", "tensor", "new_context",
+    "rewrite", "tensor",
 ]
-
-
-def new_context() -> ir.Context:
-    """A context with every upstream dialect registered and the fusion dialect loaded."""
-    from braze.dialects import fusion
-
-    ctx = ir.Context()
-    with ctx:
-        fusion.load()
-    return ctx
 
 
 def fx_importer():

@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import io
 import zipfile
 from pathlib import Path
 
-from .errors import ArtifactError
+from .errors import ArtifactError, ArtifactExistsError
+from .fileutil import write_atomically
 
 FORMAT = "braze-artifact"
 FORMAT_VERSION = 1
@@ -35,27 +36,35 @@ def runtime_version() -> str:
 
 
 def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool = False) -> Path:
+    """Write an artifact atomically: the file appears whole, or not at all; without `overwrite`
+    an existing path is never replaced (even by a concurrent save), and nothing but a regular
+    file is ever replaced."""
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(
-            f"{path} already exists; braze will not overwrite it. Pass overwrite=True or choose another path."
-        )
-    if path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory; give save() a file path such as model.braze")
     meta = dict(metadata)
     meta.update(format=FORMAT, format_version=FORMAT_VERSION, vmfb_sha256=hashlib.sha256(vmfb).hexdigest())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".braze-", dir=path.parent)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(METADATA, json.dumps(meta, indent=2, sort_keys=True))
+        z.writestr(VMFB, vmfb)
     try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-            z.writestr(METADATA, json.dumps(meta, indent=2, sort_keys=True))
-            z.writestr(VMFB, vmfb)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ArtifactError(f"cannot save to {path}: cannot create its folder {path.parent} "
+                            f"({e.strerror or e}); choose a path in a writable folder.") from None
+    try:
+        return write_atomically(path, buffer.getvalue(), overwrite=overwrite)
+    except IsADirectoryError:
+        raise ArtifactExistsError(f"{path} is a directory; give save() a file path such as {path / 'model.braze'}") from None
+    except FileExistsError as e:
+        if e.strerror == "already exists":
+            raise ArtifactExistsError(f"{path} already exists; braze will not overwrite it. Pass "
+                                      "overwrite=True or choose another path.") from None
+        raise ArtifactExistsError(f"{path} {e.strerror}; save() replaces only regular files (with "
+                                  "overwrite=True): choose another path.") from None
+    except OSError as e:
+        raise ArtifactError(f"cannot save to {path}: {e.strerror or e}"
+                            f"{' (' + e.filename + ')' if e.filename and str(e.filename) != str(path) else ''}; "
+                            "choose a path in a writable folder.") from None
 
 
 def read(path: str | os.PathLike) -> tuple[bytes, dict]:

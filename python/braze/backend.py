@@ -13,7 +13,9 @@ which compiles to `.target sm_90` PTX (ptx 8.0).
 
 from __future__ import annotations
 
-from ._iree_compiler import CompiledVmfb, compile_module, iree_ir
+from braze.passes.gpu.configs import CONFIG_ATTRS, KernelConfig, MatmulConfig, parse_config
+
+from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text
 from .irutil import all_ops
 from .targets import Target
 
@@ -118,43 +120,33 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
     return hook
 
 
-CONFIG_ATTR = "braze.kernel_config"
-
-
-def _compilation_info(text: str) -> str:
-    """IREE's compilation_info for fusion-configure-kernels' 'workgroup=N thread=N threads=N'
-    (one comma-separated entry per dimension for an N-D kernel)."""
-    fields = dict(item.split("=", 1) for item in text.split())
-    tiles = lambda key: ", ".join(str(int(v)) for v in fields[key].split(","))  # noqa: E731
+def kernel_compilation_info(config: KernelConfig) -> str:
+    """IREE's compilation_info for an all-parallel kernel's tiles (TileAndFuse pipeline)."""
+    tiles = lambda values: ", ".join(map(str, values))  # noqa: E731
     return (
         "#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<"
-        f"{{workgroup = [{tiles('workgroup')}], thread = [{tiles('thread')}]}}>, "
+        f"{{workgroup = [{tiles(config.workgroup)}], thread = [{tiles(config.thread)}]}}>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
-        f"workgroup_size = [{int(fields['threads'])}, 1, 1] subgroup_size = 32>>"
+        f"workgroup_size = [{config.threads}, 1, 1] subgroup_size = 32>>"
     )
 
 
-MATMUL_ATTR = "braze.matmul_config"
-
-
-def _matmul_compilation_info(text: str, batch: bool = False) -> str:
-    """IREE's compilation_info for fusion-configure-kernels' matmul configurations
-    (a batch_matmul gets a leading batch dimension tiled by 1)."""
-    words = text.split()
-    fields = dict(item.split("=", 1) for item in words if "=" in item)
+def matmul_compilation_info(config: MatmulConfig, batch: bool = False) -> str:
+    """IREE's compilation_info for a matmul's tiles (a batch_matmul gets a leading batch
+    dimension tiled by 1)."""
     lead, zero = ("1, ", "0, ") if batch else ("", "")
-    tiles = lambda key: lead + ", ".join(fields[key].split(","))  # noqa: E731
-    if words[0] == "simt":
-        lowering = (f"workgroup = [{tiles('workgroup')}, 0], reduction = [{zero}0, 0, {fields['reduction']}], "
-                    f"thread = [{tiles('thread')}, 0], promote_operands = [0, 1]")
+    tiles = lambda pair: lead + ", ".join(map(str, pair))  # noqa: E731
+    if config.kind == "simt":
+        lowering = (f"workgroup = [{tiles(config.workgroup)}, 0], reduction = [{zero}0, 0, {config.reduction}], "
+                    f"thread = [{tiles(config.tile)}, 0], promote_operands = [0, 1]")
         options = ""
     else:
-        lowering = (f"convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{fields['mma']}>, promote_operands = [0, 1], "
-                    f"reduction = [{zero}0, 0, {fields['reduction']}], subgroup = [{tiles('subgroup')}, 0], "
-                    f"workgroup = [{tiles('workgroup')}, 0]")
-        options = (f", {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {fields['stages']}, "
+        lowering = (f"convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{config.MMA}>, promote_operands = [0, 1], "
+                    f"reduction = [{zero}0, 0, {config.reduction}], subgroup = [{tiles(config.tile)}, 0], "
+                    f"workgroup = [{tiles(config.workgroup)}, 0]")
+        options = (f", {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {config.stages}, "
                    "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = false>}")
-    threads = fields["threads"].split(",") + ["1", "1"]
+    threads = list(config.threads) + [1, 1]
     return (
         f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{lowering}}}>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
@@ -163,18 +155,18 @@ def _matmul_compilation_info(text: str, batch: bool = False) -> str:
 
 
 def _apply_kernel_configs(apply: bool):
-    """Turn braze.kernel_config / braze.matmul_config into IREE compilation_info (apply) or drop them."""
+    """Turn braze's configuration attributes into IREE compilation_info (apply) or drop them."""
 
     def hook(module) -> None:
         with module.context:
             for op in all_ops(module.operation):
-                for attr in (CONFIG_ATTR, MATMUL_ATTR):
+                for attr in CONFIG_ATTRS:
                     if attr in op.attributes:
-                        text = iree_ir.StringAttr(op.attributes[attr]).value
+                        config = parse_config(attr, iree_ir.StringAttr(op.attributes[attr]).value)
                         del op.attributes[attr]
                         if apply:
-                            info = (_compilation_info(text) if attr == CONFIG_ATTR else
-                                    _matmul_compilation_info(text, batch=op.name == "linalg.batch_matmul"))
+                            info = (matmul_compilation_info(config, batch=op.name == "linalg.batch_matmul")
+                                    if isinstance(config, MatmulConfig) else kernel_compilation_info(config))
                             op.attributes["compilation_info"] = iree_ir.Attribute.parse(info)
 
     return hook
@@ -190,9 +182,9 @@ def default_output_storage(target: Target) -> bool:
     return target.device == "cuda"
 
 
-def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
-                       output_storage: bool = False, transient_storage: bool = False) -> CompiledVmfb:
-    """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
+def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool):
+    """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
+    wraps main in braze's ABI and attaches an explicit device target where one is needed."""
     flags = list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
@@ -204,4 +196,19 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
         for h in hooks:
             h(module)
 
+    return flags, hook
+
+
+def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
+                       output_storage: bool = False, transient_storage: bool = False) -> CompiledVmfb:
+    """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
     return compile_module(source, flags, module_hook=hook)
+
+
+def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,
+               output_storage: bool = False, transient_storage: bool = False) -> tuple[str, list[str]]:
+    """What compile_for_target hands IREE's compiler, without compiling: the module text (in
+    IREE's context, after braze's hooks) and the flags."""
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
+    return module_text(source, module_hook=hook), flags

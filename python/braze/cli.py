@@ -2,7 +2,9 @@
 
     braze demo                 compile a small transformer block on the CPU, print the report
     braze import MODEL ...     print the linalg IR braze.compile starts from (see braze-opt)
+    braze compile MODEL ...    compile a model to an artifact (or --emit mlir: the IR IREE gets)
     braze bench ...            latency, kernels and compile time against torch
+    braze tune ...             measure kernel configurations on a GPU host, import the winners
     braze devices              which devices iree.runtime can open here
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import BrazeError
+from .errors import BrazeError, UsageError
 
 
 def _demo(args) -> int:
@@ -20,16 +22,12 @@ def _demo(args) -> int:
     return run_demo(device=args.device, fusion=not args.no_fusion)
 
 
-def _import(argv: list[str]) -> int:
-    from braze.tools import import_model
+def _tool(name: str):
+    """The main() of a subcommand that owns its flags (imported on use: each needs other packages)."""
+    import importlib
 
-    return import_model.main(argv)
-
-
-def _bench(argv: list[str]) -> int:
-    from braze.tools import bench
-
-    return bench.main(argv)
+    module = {"import": "import_model", "compile": "compile_model", "bench": "bench", "tune": "tune"}[name]
+    return importlib.import_module(f"braze.tools.{module}").main
 
 
 def _devices(args) -> int:
@@ -39,21 +37,27 @@ def _devices(args) -> int:
     return 0
 
 
+SUBCOMMANDS = {
+    "import": "print a model's linalg IR (braze import -h for options)",
+    "compile": "compile a model file to an artifact, or print the IR handed to IREE (braze compile -h)",
+    "bench": "benchmark against torch eager and torch.compile (braze bench -h)",
+    "tune": "measure GPU kernel configurations and import the winners (braze tune -h)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `import` and `bench` own their flags; hand them the rest of the line untouched.
-    if argv and argv[0] == "import":
-        return _guard(lambda: _import(argv[1:]))
-    if argv and argv[0] == "bench":
-        return _guard(lambda: _bench(argv[1:]))
+    # These subcommands own their flags; hand them the rest of the line untouched.
+    if argv and argv[0] in SUBCOMMANDS:
+        return _guard(lambda: _tool(argv[0])(argv[1:]))
     parser = argparse.ArgumentParser(prog="braze", description="An MLIR fusion compiler for PyTorch.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="compile a small transformer block and compare it with eager PyTorch")
     demo.add_argument("--device", default="cpu", help="cpu (default), cuda, vulkan or auto")
     demo.add_argument("--no-fusion", action="store_true", help="compile without braze's fusion passes")
     demo.set_defaults(fn=_demo)
-    sub.add_parser("import", help="print a model's linalg IR (braze import -h for options)")
-    sub.add_parser("bench", help="benchmark against torch eager and torch.compile (braze bench -h)")
+    for name, help_text in SUBCOMMANDS.items():
+        sub.add_parser(name, help=help_text)
     devices = sub.add_parser("devices", help="list the devices braze can run on here")
     devices.set_defaults(fn=_devices)
     args = parser.parse_args(argv)
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 def _guard(fn) -> int:
     try:
         return fn()
+    except UsageError as e:
+        print(f"braze: error: {e}", file=sys.stderr)
+        return 2
     except BrazeError as e:
         print(f"braze: error: {e}", file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from . import artifact
@@ -115,6 +116,17 @@ def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:
     return module
 
 
+def device_pipeline(target: Target, fusion: bool = True) -> str:
+    """The pipeline braze.compile runs for a target: the device's (with the user's tuning cache
+    on CUDA) or, without fusion, the baseline."""
+    from braze import tuning
+    from braze.passes import pipelines
+
+    if not fusion:
+        return pipelines.BaselinePipeline().pipeline_text()
+    return pipelines.for_device(target.device, target.arch, str(tuning.default_path())).pipeline_text(("target",))
+
+
 def versions() -> dict:
     import importlib.metadata as md
 
@@ -154,16 +166,60 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
-    tgt = resolve(device, target)
-    from . import frontend
-    from braze.passes import registry
-    from braze.passes.pipelines import BASELINE_PIPELINE, DEFAULT_PIPELINE
+    lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
+                    example_kwargs=example_kwargs, attention=attention)
+    tgt, report = lowered.target, lowered.report
+    from . import backend
 
-    pipeline_text = pipeline or (DEFAULT_PIPELINE.name if fusion else BASELINE_PIPELINE.name)
-    if pipeline is None and fusion and tgt.device == "cuda":
-        pipeline_text = (f"fusion-conv-to-matmul{{target={tgt.arch}}},{pipeline_text},"
-                         f"fusion-pad-matmuls{{target={tgt.arch}}},fusion-split-k{{target={tgt.arch}}},"
-                         f"fusion-configure-kernels{{target={tgt.arch}}}")
+    t0 = time.perf_counter()
+    if output_storage is None:
+        output_storage = backend.default_output_storage(tgt)
+    compiled = backend.compile_for_target(lowered.bytecode(), tgt, list(iree_flags or []),
+                                          output_storage=output_storage, transient_storage=transient_storage)
+    report.stage_seconds["iree_compile"] = time.perf_counter() - t0
+    report.dispatch_count = compiled.dispatch_count
+    report.executable_count = compiled.executable_count
+    return CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
+                          source=f"the compiled {type(model).__name__}",
+                          abi={"output_storage": output_storage, "transient_storage": transient_storage})
+
+
+@dataclass
+class Lowered:
+    """A model after braze's front end and pass pipeline: the module braze.compile hands to IREE."""
+
+    target: Target
+    signature: Signature
+    report: Report
+    module: Any
+    """The linalg module (torch-mlir's bindings), in `context`."""
+    context: Any
+
+    def bytecode(self) -> bytes:
+        buffer = io.BytesIO()
+        with self.context:
+            self.module.operation.write_bytecode(buffer)
+        return buffer.getvalue()
+
+    def text(self, debuginfo: bool = False) -> str:
+        """The module as MLIR text, printed as braze-opt prints it."""
+        with self.context:
+            text = self.module.operation.get_asm(enable_debug_info=debuginfo)
+        return text if text.endswith("\n") else text + "\n"
+
+
+def lower(model, *example_inputs, device: str = "cpu", target: str | None = None, fusion: bool = True,
+          pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None) -> Lowered:
+    """The first half of braze.compile (same arguments): export, import, run braze's pipeline.
+    `braze compile --emit mlir` prints its result; braze.compile hands it to IREE."""
+    tgt = resolve(device, target)
+    # Compile-side modules (torch, torch-mlir): braze.load must not need them.
+    from . import frontend
+    from braze.passes import runner
+    from braze.passes.gpu.signatures import kernel_configs
+    from braze.passes.report import count_linalg_ops
+
+    pipeline_text = pipeline or device_pipeline(tgt, fusion)
     if attention is None:
         dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
     else:
@@ -176,13 +232,12 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     report.stage_seconds.update(imported.times)
     report.attention = dict(imported.attention)
 
-    from .report import count_linalg_ops, kernel_configs
-
     with imported.context:
         module_op = imported.module.operation
         report.linalg_ops_before = count_linalg_ops(module_op)
         t0 = time.perf_counter()
-        analyses = registry.run_pipeline(imported.module, pipeline_text)
+        analyses = runner.run_pipeline(imported.module, pipeline_text, model=type(model).__name__,
+                                       internal=pipeline is None)
         report.stage_seconds["fusion"] = time.perf_counter() - t0
         report.linalg_ops_after = count_linalg_ops(module_op)
         report.kernel_configs = kernel_configs(module_op)
@@ -192,19 +247,4 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             report.groups = data.get("groups", [])
             report.unfused = data.get("unfused", [])
             report.fusion_text = fusion_report.summary_text()
-        buffer = io.BytesIO()
-        module_op.write_bytecode(buffer)
-
-    from . import backend
-
-    t0 = time.perf_counter()
-    if output_storage is None:
-        output_storage = backend.default_output_storage(tgt)
-    compiled = backend.compile_for_target(buffer.getvalue(), tgt, list(iree_flags or []),
-                                          output_storage=output_storage, transient_storage=transient_storage)
-    report.stage_seconds["iree_compile"] = time.perf_counter() - t0
-    report.dispatch_count = compiled.dispatch_count
-    report.executable_count = compiled.executable_count
-    return CompiledModule(compiled.vmfb, tgt, imported.signature, report, versions(),
-                          source=f"the compiled {type(model).__name__}",
-                          abi={"output_storage": output_storage, "transient_storage": transient_storage})
+    return Lowered(tgt, imported.signature, report, imported.module, imported.context)

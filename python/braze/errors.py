@@ -25,8 +25,17 @@ class CompileError(BrazeError):
     """The fusion pipeline or IREE's compiler failed on the model."""
 
 
+class InternalError(BrazeError):
+    """braze itself failed (a bug in braze, not in the model): the message says where, and how
+    to reproduce it."""
+
+
 class PassPipelineError(BrazeError):
     """A pass pipeline string names an unknown pass or a bad option."""
+
+
+class UsageError(BrazeError):
+    """A command-line flag or argument is malformed (the CLIs exit with status 2, as argparse)."""
 
 
 class InputError(BrazeError):
@@ -39,3 +48,8 @@ class DeviceError(BrazeError):
 
 class ArtifactError(BrazeError):
     """A saved artifact is missing, corrupt, truncated or from an incompatible version."""
+
+
+class ArtifactExistsError(ArtifactError, FileExistsError):
+    """save() found something at its path and was not told to overwrite it (or may never
+    replace it: a directory, device, FIFO or symlink)."""

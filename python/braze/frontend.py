@@ -25,7 +25,9 @@ except ImportError as e:  # pragma: no cover
         "compiling a model needs torch (`pip install torch`); running a saved artifact does not"
     ) from e
 
-from ._mlir import fx_importer, ir, new_context, passmanager
+from braze.dialects.fusion import new_context
+
+from ._mlir import fx_importer, ir, passmanager
 
 TORCH_TO_BACKEND = (
     "builtin.module(func.func(torch-match-quantized-custom-ops),"

@@ -1,18 +1,78 @@
-"""Helpers that work on operations of either MLIR binding (torch-mlir's or IREE's)."""
+"""IR helpers that work on operations of either MLIR binding (torch-mlir's or IREE's).
+
+One way to find ops (`all_ops`), one way to rebind operands (`remap_operands`), one key for an
+op (`op_id`). They use only the parts of the Python API both bindings share, so the passes, the
+report and the back end (IREE's context) all call the same helpers.
+"""
 
 from __future__ import annotations
 
+import ctypes
+from typing import Iterable
 
-def all_ops(op) -> list:
-    """`op` and every operation nested in it, in pre-order (a list: safe to edit IR while iterating)."""
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype = ctypes.c_char_p
+_capsule_name.argtypes = [ctypes.py_object]
+
+
+def op_id(op) -> int:
+    """A stable key for an op (its C++ address): `hash(ir.Operation)` changes when its
+    attributes or operands do, and two Python objects may stand for one op."""
+    capsule = op.operation._CAPIPtr
+    return _capsule_pointer(capsule, _capsule_name(capsule))
+
+
+def all_ops(op, names: str | Iterable[str] | None = None, *, post_order: bool = False) -> list:
+    """`op` and every operation nested in it, in pre-order (or post-order, as MLIR's `walk`),
+    as a list (safe to edit IR while iterating over it); only those called one of `names`
+    when given."""
+    wanted = None if names is None else ({names} if isinstance(names, str) else set(names))
     found = []
 
     def collect(o) -> None:
-        found.append(o)
+        keep = wanted is None or o.name in wanted
+        if keep and not post_order:
+            found.append(o)
         for region in o.regions:
             for block in region.blocks:
                 for inner in block.operations:
                     collect(inner.operation)
+        if keep and post_order:
+            found.append(o)
 
-    collect(op)
+    collect(op.operation)
     return found
+
+
+def remap_operands(op, remap: dict) -> None:
+    """Replace operands of `op` and of every op nested in it that `remap` names."""
+    for o in all_ops(op):
+        for i, v in enumerate(o.operands):
+            if v in remap:
+                o.operands[i] = remap[v]
+
+
+def defined_inside(op) -> set:
+    """Values defined by `op` and inside its regions: results and block arguments."""
+    inside: set = set()
+    for o in all_ops(op):
+        inside.update(o.results)
+        for region in o.regions:
+            for block in region.blocks:
+                inside.update(block.arguments)
+    return inside
+
+
+def captured_values(op) -> list:
+    """Values used inside `op`'s regions but defined outside `op`, in first-use order."""
+    inside = defined_inside(op)
+    seen, out = set(), []
+    for o in all_ops(op)[1:]:
+        for v in o.operands:
+            if v not in inside and v not in seen:
+                seen.add(v)
+                out.append(v)
+    return out

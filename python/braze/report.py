@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .irutil import all_ops
-
 STAGES = ("export", "import", "fusion", "iree_compile")
 
 
@@ -84,20 +82,3 @@ class Report:
 
 def _show(value) -> str:
     return "n/a" if value is None else str(value)
-
-
-def count_linalg_ops(module_op) -> int:
-    """linalg ops in a module (structured ops only: linalg.yield and linalg.index excluded)."""
-    return sum(1 for op in all_ops(module_op)
-               if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"))
-
-
-def kernel_configs(module_op) -> list[dict]:
-    """The braze.kernel_config / braze.matmul_config attributes fusion-configure-kernels left."""
-    found = []
-    for op in all_ops(module_op):
-        for attr in ("braze.kernel_config", "braze.matmul_config"):
-            if attr in op.attributes:
-                shape = " x ".join(str(v.type) for v in list(op.operands)[:2])
-                found.append({"op": op.name, "shape": shape, "config": str(op.attributes[attr]).strip('"')})
-    return found

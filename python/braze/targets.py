@@ -28,6 +28,18 @@ EXPLICIT_CUDA_ARCHS = ("sm_90",)
 VULKAN_TARGETS = ("ampere", "ada", "turing", "rdna3", "valhall")
 """Targets IREE 3.13's `--iree-vulkan-target` accepts that braze offers (it has no "hopper")."""
 
+CUDA_SM_COUNT = {"sm_90": 132, "sm_80": 108, "sm_86": 84, "sm_89": 128}
+"""Streaming multiprocessors of the reference GPU of each capability (H100/H200, A100, RTX 3090,
+RTX 4090): a matmul's tiles should give each one a workgroup. Other capabilities count as 132."""
+
+CUDA_ARCHS = CUDA_ARCHS_KNOWN_TO_IREE + EXPLICIT_CUDA_ARCHS
+"""Every CUDA capability braze compiles for."""
+
+
+def cuda_sm_count(arch: str) -> int:
+    """SMs a kernel configuration for `arch` plans for (CUDA_SM_COUNT)."""
+    return CUDA_SM_COUNT.get(arch, 132)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -54,6 +66,13 @@ class Target:
         if self.device == "vulkan":
             return ["--iree-hal-target-device=vulkan", f"--iree-vulkan-target={self.arch}"]
         raise DeviceError(f"unknown device '{self.device}'")
+
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors a CUDA target's kernel configurations plan for."""
+        if self.device != "cuda":
+            raise DeviceError(f"{self.describe()} is not a CUDA target; it has no SM count")
+        return cuda_sm_count(self.arch)
 
     def to_json(self) -> dict:
         return {"device": self.device, "arch": self.arch, "driver": self.driver}

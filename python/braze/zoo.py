@@ -1,19 +1,45 @@
-"""A zoo of small PyTorch models that exercise braze end to end.
+"""The model catalogue: the zoo of small models the tests run, and the bench's workloads.
 
-Used by the tests (numerics against eager on CPU), by the GPU check (`braze.tools.gpu_check`)
-and by the benchmarks. Each entry builds a fresh model with seeded random weights and
-random example inputs of the shapes it was written for.
+    CASES       small models that exercise braze end to end: tests compare each against eager
+                on the CPU, `bench/gpu_check.py` on a GPU host
+    WORKLOADS   `braze bench`'s models at benchmark sizes, per device, with bf16 variants; the
+                tuner (`braze tune`) and bench/experiments build their models from here
+
+Needs only torch (no torch-mlir, no IREE): the GPU host imports this module to rebuild each
+model and its inputs from a seed, so weights and inputs never travel with the artifacts. Every
+model class is defined once and used by both tables.
+
+    workload               what                                            memory-bound
+    elementwise_chain      sigmoid(relu(x*2+1))*x-0.5 on one tensor         yes
+    tiny_chain             the same on 256x256 (harness tests only)         yes
+    gelu_mlp               Linear -> GELU -> Linear                         no
+    layernorm_gelu         gelu(layer_norm(x + residual))                   yes
+    attention              softmax(q k^T / sqrt(d)) v from plain ops        no
+    transformer_encoder    nn.TransformerEncoderLayer(768, 12, 3072)        no
+    conv_bn_relu           Conv2d 3x3 + BatchNorm2d + ReLU                  no
+    resnet18               ResNet-18 (torchvision's shapes, built here)     no
+    bert_layer             BERT-base encoder layer, no mask                 no
+
+Each workload has a `_bf16` variant where bfloat16 is meaningful (the same model cast to bfloat16).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
+
+from .errors import UsageError
+
+SEED = 0
+"""Seed of the bench workloads' weights and inputs."""
+
+
+# -- models ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -26,7 +52,7 @@ class Case:
     description: str
 
 
-class ElementwiseChain(nn.Module):
+class BroadcastChain(nn.Module):
     """Broadcasting elementwise chain: row scale, column bias, activations, a cast."""
 
     def forward(self, x, scale, bias):
@@ -46,10 +72,10 @@ class GeluMLP(nn.Module):
 
 
 class ConvBnRelu(nn.Module):
-    def __init__(self):
+    def __init__(self, cin: int = 3, cout: int = 16, bias: bool = True):
         super().__init__()
-        self.conv = nn.Conv2d(3, 16, 3, padding=1)
-        self.bn = nn.BatchNorm2d(16)
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+        self.bn = nn.BatchNorm2d(cout)
 
     def forward(self, x):
         return F.relu(self.bn(self.conv(x)))
@@ -144,6 +170,100 @@ class MaskedFill(nn.Module):
         return torch.where(mask, x * 2.0, torch.zeros_like(x)), mask.logical_not()
 
 
+class ElementwiseChain(nn.Module):
+    """The bench's memory-bound chain on one tensor."""
+
+    def forward(self, x):
+        return torch.sigmoid(torch.relu(x * 2 + 1)) * x - 0.5
+
+
+class LayerNormGelu(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x, residual):
+        return F.gelu(self.norm(x + residual))
+
+
+class Attention(nn.Module):
+    """Scaled dot-product attention written with matmul/softmax, not the fused SDPA op."""
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """torchvision.models.resnet18's layers and shapes (torchvision is not installable here)."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        layers, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class BertLayer(nn.Module):
+    """A BERT-base encoder layer (post-LayerNorm, GELU), attention from plain ops, no mask."""
+
+    def __init__(self, hidden: int = 768, heads: int = 12, intermediate: int = 3072):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.inter = nn.Linear(hidden, intermediate)
+        self.out = nn.Linear(intermediate, hidden)
+        self.out_norm = nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        d = h // self.heads
+
+        def split(t):
+            return t.view(b, s, self.heads, d).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d)
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, s, h)
+        x = self.attn_norm(x + self.attn_out(ctx))
+        return self.out_norm(x + self.out(F.gelu(self.inter(x))))
+
+
+# -- the zoo ----------------------------------------------------------------------------
+
+
 def _seeded(fn):
     def build():
         torch.manual_seed(0)
@@ -158,7 +278,7 @@ def _encoder():
 
 
 CASES = [
-    Case("elementwise_chain", _seeded(lambda: (ElementwiseChain(), (torch.randn(8, 64), torch.randn(64), torch.randn(8, 1)), {})),
+    Case("elementwise_chain", _seeded(lambda: (BroadcastChain(), (torch.randn(8, 64), torch.randn(64), torch.randn(8, 1)), {})),
          1e-5, "broadcast row scale and column bias, sigmoid/relu/tanh/exp chain"),
     Case("gelu_mlp", _seeded(lambda: (GeluMLP(), (torch.randn(16, 64),), {})), 1e-5, "Linear-GELU-Linear"),
     Case("conv_bn_relu", _seeded(lambda: (ConvBnRelu(), (torch.randn(2, 3, 16, 16),), {})), 1e-5, "Conv2d + BatchNorm2d (eval) + ReLU"),
@@ -175,6 +295,9 @@ CASES = [
     Case("bfloat16_chain", _seeded(lambda: (BFloat16Chain(), (torch.randn(16, 32).bfloat16(), torch.randn(16, 32).bfloat16()), {})),
          2e-2, "bfloat16 elementwise chain"),
     Case("masked_fill_bool", _seeded(lambda: (MaskedFill(), (torch.randn(6, 10), torch.rand(6, 10) > 0.5), {})), 0.0, "bool mask input and output"),
+    Case("transformer_encoder_256", _seeded(lambda: (nn.TransformerEncoderLayer(256, 4, batch_first=True),
+                                                     (torch.randn(2, 16, 256),), {})),
+         1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward"),
 ]
 
 BY_NAME = {c.name: c for c in CASES}
@@ -215,3 +338,169 @@ def fresh_like(tree, seed: int = 1):
         return torch.randint(lo, hi, t.shape, generator=gen, dtype=t.dtype)
 
     return tree_map(fresh, tree)
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    make: Callable[[dict], nn.Module]
+    """Builds the float32 model (eval mode) from the size parameters."""
+    inputs: Callable[[dict], list[tuple[int, ...]]]
+    """Input shapes for the size parameters."""
+    sizes: dict[str, dict]
+    """Size parameters per device ('cpu', 'cuda'; 'vulkan' uses 'cuda')."""
+    memory_bound: bool = False
+    """Report achieved bandwidth against the device's copy bandwidth."""
+    dtype: str = "float32"
+    quick: bool = False
+    """Part of `--quick`."""
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def params(self, device: str) -> dict:
+        return self.sizes.get(device) or self.sizes["cuda"]
+
+    def shapes(self, device: str) -> list[tuple[int, ...]]:
+        return self.inputs(self.params(device))
+
+    def build(self, device: str = "cpu") -> tuple[nn.Module, list[torch.Tensor]]:
+        """Model (on the CPU, eval mode, seeded weights) and its example inputs (CPU tensors)."""
+        torch.manual_seed(SEED)
+        params = self.params(device)
+        model = self.make(params).eval()
+        _quantize_weights(model)
+        gen = torch.Generator().manual_seed(SEED + 1)
+        args = [torch.randn(shape, generator=gen) for shape in self.inputs(params)]
+        if self.dtype != "float32":
+            dt = getattr(torch, self.dtype)
+            model = model.to(dt)
+            args = [a.to(dt) for a in args]
+        return model, args
+
+    def describe_shapes(self, device: str) -> str:
+        return ", ".join("x".join(map(str, s)) for s in self.shapes(device)) + f" {self.dtype}"
+
+
+def _quantize_weights(model: nn.Module) -> None:
+    """Give every weight matrix or kernel 16 distinct values (k/4 of its init std, k in -8..7).
+
+    Kernel times do not depend on weight values (no sparsity or denormals here), but the
+    GPU artifacts carry their weights as constants and must cross a 64 MiB transfer: with 4
+    bits of entropy per float they compress about 7x (see bench/NOTES.md).
+    """
+    gen = torch.Generator().manual_seed(SEED + 2)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                std = float(p.std()) or 1.0
+                p.copy_(torch.randint(-8, 8, p.shape, generator=gen).to(p.dtype) * (std / 4))
+
+
+def min_bytes(inputs: list[torch.Tensor], outputs: list[torch.Tensor], model: nn.Module) -> int:
+    """Bytes a perfect kernel moves: read every input and parameter once, write every output once."""
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    params += sum(b.numel() * b.element_size() for b in model.buffers())
+    return (sum(t.numel() * t.element_size() for t in inputs)
+            + sum(t.numel() * t.element_size() for t in outputs) + params)
+
+
+def checksum(tensors) -> float:
+    """A cheap fingerprint of weights or inputs, to check the GPU host rebuilt the same ones."""
+    total = 0.0
+    for i, t in enumerate(tensors):
+        t = t.detach().float().flatten()
+        total += float(t.sum()) + float((t[:: max(1, t.numel() // 997)] * (i + 1)).sum())
+    return total
+
+
+def _base() -> list[Workload]:
+    return [
+        Workload(
+            "elementwise_chain", "sigmoid(relu(x*2+1))*x-0.5",
+            lambda p: ElementwiseChain(), lambda p: [(p["n"], p["n"])],
+            {"cpu": {"n": 4096}, "cuda": {"n": 4096}}, memory_bound=True, quick=True,
+        ),
+        Workload(
+            "tiny_chain", "the elementwise chain on 256x256: a smoke test for the harness",
+            lambda p: ElementwiseChain(), lambda p: [(p["n"], p["n"])],
+            {"cpu": {"n": 256}, "cuda": {"n": 256}}, memory_bound=True, tags=("test",),
+        ),
+        Workload(
+            "gelu_mlp", "Linear(d, h) -> GELU -> Linear(h, d)",
+            lambda p: GeluMLP(p["d"], p["h"]), lambda p: [(p["m"], p["d"])],
+            {"cpu": {"m": 64, "d": 512, "h": 2048}, "cuda": {"m": 256, "d": 1024, "h": 4096}}, quick=True,
+        ),
+        Workload(
+            "layernorm_gelu", "gelu(layer_norm(x + residual))",
+            lambda p: LayerNormGelu(p["d"]), lambda p: [(p["b"], p["s"], p["d"])] * 2,
+            {"cpu": {"b": 8, "s": 512, "d": 768}, "cuda": {"b": 8, "s": 512, "d": 1024}}, memory_bound=True,
+        ),
+        Workload(
+            "attention", "softmax(q k^T / sqrt(d)) v, plain ops",
+            lambda p: Attention(), lambda p: [(p["b"], p["h"], p["s"], p["d"])] * 3,
+            {"cpu": {"b": 1, "h": 12, "s": 128, "d": 64}, "cuda": {"b": 8, "h": 12, "s": 512, "d": 64}},
+        ),
+        Workload(
+            "transformer_encoder", "nn.TransformerEncoderLayer(768, 12, 3072), batch_first",
+            lambda p: nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True),
+            lambda p: [(p["b"], p["s"], 768)],
+            {"cpu": {"b": 1, "s": 128}, "cuda": {"b": 8, "s": 128}},
+        ),
+        Workload(
+            "conv_bn_relu", "Conv2d(c, c, 3) + BatchNorm2d + ReLU",
+            lambda p: ConvBnRelu(p["c"], p["c"], bias=False), lambda p: [(p["b"], p["c"], p["hw"], p["hw"])],
+            {"cpu": {"b": 1, "c": 64, "hw": 56}, "cuda": {"b": 8, "c": 64, "hw": 56}},
+        ),
+        Workload(
+            "resnet18", "ResNet-18 (torchvision layout)",
+            lambda p: ResNet18(), lambda p: [(p["b"], 3, p["hw"], p["hw"])],
+            {"cpu": {"b": 1, "hw": 112}, "cuda": {"b": 8, "hw": 224}},
+        ),
+        Workload(
+            "bert_layer", "BERT-base encoder layer (768, 12 heads, 3072, GELU)",
+            lambda p: BertLayer(), lambda p: [(p["b"], p["s"], 768)],
+            {"cpu": {"b": 1, "s": 128}, "cuda": {"b": 8, "s": 128}},
+        ),
+    ]
+
+
+BF16 = ("elementwise_chain", "gelu_mlp", "layernorm_gelu", "transformer_encoder", "bert_layer")
+"""Workloads with a bfloat16 variant (on the GPU; the CPU suite keeps float32 by default)."""
+
+
+def _all() -> dict[str, Workload]:
+    table: dict[str, Workload] = {}
+    for w in _base():
+        table[w.name] = w
+        if w.name in BF16:
+            bf = Workload(w.name + "_bf16", w.description, w.make, w.inputs, w.sizes,
+                          w.memory_bound, "bfloat16", False, ("bf16",))
+            table[bf.name] = bf
+    return table
+
+
+WORKLOADS: dict[str, Workload] = _all()
+
+CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32" and "test" not in w.tags] + [
+    "elementwise_chain_bf16"]
+"""The CPU suite: every float32 workload plus one bfloat16 one (2-core CPUs take minutes)."""
+GPU_DEFAULT = [n for n, w in WORKLOADS.items() if "test" not in w.tags]
+QUICK = [n for n, w in WORKLOADS.items() if w.quick]
+
+
+def default_names(device: str, quick: bool = False) -> list[str]:
+    if quick:
+        return list(QUICK)
+    return list(CPU_DEFAULT if device == "cpu" else GPU_DEFAULT)
+
+
+def select(names: list[str] | None, device: str, quick: bool = False) -> list[Workload]:
+    if not names:
+        names = default_names(device, quick)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise UsageError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    return [WORKLOADS[n] for n in names]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from braze.tools import bench
-from braze.tools.bench_workloads import CPU_DEFAULT, GPU_DEFAULT, QUICK, WORKLOADS, checksum
+from braze.zoo import CPU_DEFAULT, GPU_DEFAULT, QUICK, WORKLOADS, checksum
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -38,6 +38,7 @@ def _check_result(result, contenders=bench.CONTENDERS):
             assert set(c["compile_stages"]) >= {"export", "import", "iree_compile"}
 
 
+@pytest.mark.slow
 def test_bench_here(tmp_path):
     out = tmp_path / "r.json"
     assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", "1", "--json", str(out)]) == 0

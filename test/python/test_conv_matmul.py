@@ -10,7 +10,8 @@ import torch.nn.functional as F
 import braze
 from braze import frontend
 from braze.irutil import all_ops
-from braze.passes import registry
+from braze.passes import runner
+from braze.passes.gpu.configs import IM2COL_ATTR, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR
 
 GPU_REWRITES = "fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90}"
 
@@ -59,15 +60,15 @@ def test_every_convolution_becomes_a_configured_matmul():
     imported = frontend.import_model(model, (torch.randn(8, 3, 32, 32),))
     with imported.context:
         before = [op.name for op in all_ops(imported.module.operation)]
-        registry.run_pipeline(imported.module, GPU_REWRITES + ",fusion-configure-kernels{target=sm_90}")
+        runner.run_pipeline(imported.module, GPU_REWRITES + ",fusion-configure-kernels{target=sm_90}")
         ops = list(all_ops(imported.module.operation))
     assert before.count("linalg.conv_2d_nchw_fchw") == 4
     assert not [op for op in ops if op.name.startswith("linalg.conv_2d")]
     matmuls = [op for op in ops if op.name == "linalg.matmul"]
     assert len(matmuls) == 5  # four convolutions and the classifier
-    assert all("braze.matmul_config" in op.attributes for op in matmuls)
-    copies = [op for op in ops if "braze.im2col" in op.attributes]
-    assert len(copies) == 4 and all("braze.kernel_config" in op.attributes for op in copies)
+    assert all(MATMUL_CONFIG_ATTR in op.attributes for op in matmuls)
+    copies = [op for op in ops if IM2COL_ATTR in op.attributes]
+    assert len(copies) == 4 and all(KERNEL_CONFIG_ATTR in op.attributes for op in copies)
     padded = [op for op in ops if op.name == "tensor.pad" and str(op.results[0].type).startswith("tensor<32x")]
     assert padded  # the stem's 32 x 147 weight and the classifier's 8 rows
 
@@ -75,7 +76,7 @@ def test_every_convolution_becomes_a_configured_matmul():
 def test_cuda_compile_reports_the_tiles():
     model = _model()
     compiled = braze.compile(model, torch.randn(8, 3, 32, 32), device="cuda", target="sm_90")
-    assert compiled.report.pipeline.startswith("fusion-conv-to-matmul{target=sm_90}")
+    assert compiled.report.pipeline.startswith("fusion-cuda-pipeline{target=sm_90")
     configs = compiled.report.kernel_configs
     assert sum(c["op"] in ("linalg.matmul", "linalg.batch_matmul") for c in configs) == 5  # some split (split-K)
     copies = [c for c in configs if c["op"] == "linalg.generic" and c["config"].split()[0].count(",") == 5]
@@ -94,7 +95,7 @@ class Mlp(torch.nn.Module):
 
 def test_split_k_matches_eager_on_cpu():
     """The second Linear (256 x 128 x 8192: eight 64 x 64 output tiles) is split 8 ways."""
-    from braze.passes.split_k import choose_split
+    from braze.passes.gpu.split_k import choose_split
 
     assert choose_split(256, 128, 8192, 132) == 8
     assert choose_split(1024, 768, 3072, 132) == 1  # enough tiles already: left alone
@@ -105,7 +106,7 @@ def test_split_k_matches_eager_on_cpu():
     pipeline = "fusion-default-pipeline,fusion-split-k{target=sm_90}"
     imported = frontend.import_model(model, (x,))
     with imported.context:
-        registry.run_pipeline(imported.module, pipeline)
+        runner.run_pipeline(imported.module, pipeline)
         batch = [op for op in all_ops(imported.module.operation) if op.name == "linalg.batch_matmul"]
     assert [str(op.operands[0].type) for op in batch] == ["tensor<8x256x1024xf32>"]
     compiled = braze.compile(model, x, pipeline=pipeline)

@@ -7,7 +7,8 @@ import torch
 
 import braze
 from braze import tuning
-from braze.passes.configure_kernels import KernelConfig, choose_config
+from braze.passes.gpu.configs import KernelConfig, MatmulConfig
+from braze.passes.gpu.cost_model import MATMUL_CANDIDATES, choose_config, choose_matmul_config
 
 
 class Chain(torch.nn.Module):
@@ -16,9 +17,11 @@ class Chain(torch.nn.Module):
 
 
 def test_cost_model():
-    assert choose_config(16 * 1024 * 1024, 4) == KernelConfig(1024, 4, 256)
-    assert choose_config(16 * 1024 * 1024, 2) == KernelConfig(2048, 8, 256)
-    assert choose_config(96, 4) == KernelConfig(96, 1, 96) or choose_config(96, 4) is None
+    assert choose_config(16 * 1024 * 1024, 4) == KernelConfig((1024,), (4,), 256)
+    assert choose_config(16 * 1024 * 1024, 2) == KernelConfig((2048,), (8,), 256)
+    assert choose_config(4096, 4) == KernelConfig((1024,), (4,), 256)
+    assert choose_config(384, 4) == KernelConfig((128,), (4,), 32)  # 256, 128 and 64 threads of 4 do not divide it
+    assert choose_config(96, 4) is None  # 32 threads of 4 elements need 128
     assert choose_config(100, 4) is None  # no power-of-two tile of >= 32 threads divides 100
 
 
@@ -37,7 +40,7 @@ def _ptx_threads(vmfb: bytes) -> set:
 def test_cuda_compile_uses_the_configuration():
     x = torch.randn(256, 1024)
     configured = braze.compile(Chain(), x, device="cuda", target="sm_90")
-    assert "fusion-configure-kernels{target=sm_90}" in configured.report.pipeline
+    assert configured.report.pipeline.startswith("fusion-cuda-pipeline{target=sm_90 tuning-cache=")
     assert _ptx_threads(configured.vmfb) == {b"256"}
     baseline = braze.compile(Chain(), x, device="cuda", target="sm_90", fusion=False)
     assert _ptx_threads(baseline.vmfb) != {b"256"}  # IREE's own choice differs
@@ -47,30 +50,37 @@ def test_tuning_cache_overrides_the_cost_model(tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
     x = torch.randn(256, 1024)
     from braze import frontend
-    from braze.passes import registry
-    from braze.passes.configure_kernels import configured_signatures
+    from braze.passes import runner
+    from braze.passes.gpu.signatures import configured_signatures
 
     imported = frontend.import_model(Chain(), (x,))
     with imported.context:
-        registry.run_pipeline(imported.module, "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
+        runner.run_pipeline(imported.module, "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}")
         sig = configured_signatures(imported.module.operation)
     assert len(sig) == 1 and sig[0].startswith("elementwise_262144_f32")
-    tuning.record(sig[0], "sm_90", "workgroup=512 thread=4 threads=128")
-    assert KernelConfig.parse(tuning.lookup(sig[0], "sm_90")) == KernelConfig(512, 4, 128)
-    assert tuning.lookup(sig[0], "sm_80") is None
+    cache = tuning.TuningCache(tuning.default_path())
+    cache.record(sig[0], "sm_90", "workgroup=512 thread=4 threads=128")
+    reread = tuning.TuningCache(tuning.default_path())
+    assert KernelConfig.parse(reread.lookup(sig[0], "sm_90")) == KernelConfig((512,), (4,), 128)
+    assert reread.lookup(sig[0], "sm_80") is None
     tuned = braze.compile(Chain(), x, device="cuda", target="sm_90")
     assert _ptx_threads(tuned.vmfb) == {b"128"}
 
 
-def test_unreadable_cache_is_ignored(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
-    (tmp_path / "tuning.json").write_text("{not json")
-    assert tuning.lookup("anything", "sm_90") is None
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"sm_90": [1]}', '{"sm_90": {"k": 3}}', "\xff\xfe"])
+def test_unreadable_or_malformed_cache_is_ignored(tmp_path, text):
+    path = tmp_path / "tuning.json"
+    path.write_bytes(text.encode("latin-1"))
+    assert tuning.TuningCache(path).lookup("k", "sm_90") is None
+    model = torch.nn.Linear(256, 128, bias=False).eval()
+    compiled = braze.compile(model, torch.randn(64, 256),
+                             pipeline=f"fusion-default-pipeline,fusion-configure-kernels{{target=sm_90 tuning-cache={path}}}")
+    assert compiled.report.kernel_configs[0]["config"].startswith("simt workgroup=32,32")
 
 
 @pytest.mark.parametrize("bad", ["1024:4", "a:b:c"])
 def test_bad_forced_config_is_a_pipeline_error(bad):
-    with pytest.raises(braze.PassPipelineError, match="expects WORKGROUP:THREAD:THREADS"):
+    with pytest.raises(braze.PassPipelineError, match="option 'config' of 'fusion-configure-kernels' expects WORKGROUP:THREAD:THREADS"):
         braze.compile(Chain(), torch.randn(64, 16), pipeline=f"fusion-configure-kernels{{target=sm_90 config={bad}}}")
 
 
@@ -95,8 +105,6 @@ def test_report_lists_kernel_configurations():
 
 
 def test_matmul_config_forms_round_trip():
-    from braze.passes.configure_kernels import MATMUL_CANDIDATES, MatmulConfig
-
     for configs in MATMUL_CANDIDATES.values():
         for c in configs:
             assert c.consistent()
@@ -108,8 +116,6 @@ def test_matmul_config_forms_round_trip():
 
 
 def test_matmul_cost_model_counts_workgroups_per_sm():
-    from braze.passes.configure_kernels import choose_matmul_config
-
     # 1024 x 3072: 128 x 64 tiles give 384 workgroups, two per SM of the H200's 132.
     assert choose_matmul_config(1, 1024, 3072, 768, "f32", "sm_90").short() == "simt:128x64:8:8x4:16x16"
     # 1024 x 768: 128 x 64 gives 96, 64 x 64 192; 64 x 32 (384) is the first with two waves.
@@ -145,7 +151,8 @@ def test_tuned_matmul_overrides_the_cost_model(tmp_path, monkeypatch):
     x = torch.randn(64, 256)
     assert braze.compile(model, x, device="cuda", target="sm_90").report.kernel_configs[0]["config"].startswith(
         "simt workgroup=32,32")
-    tuning.record("matmul_tb_64x128x256_f32", "sm_90", "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16")
+    tuning.TuningCache(tuning.default_path()).record(
+        "matmul_tb_64x128x256_f32", "sm_90", "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16")
     tuned = braze.compile(model, x, device="cuda", target="sm_90")
     assert tuned.report.kernel_configs[0]["config"] == "simt workgroup=64,64 reduction=16 thread=4,4 threads=16,16"
 

@@ -13,6 +13,8 @@ import torch
 
 import braze
 
+pytestmark = pytest.mark.slow  # 200 DAGs, two compiles each: ~5 minutes on 2 cores
+
 N_DAGS = 200
 DAGS_PER_CASE = 5
 TOLERANCE = dict(rtol=2e-3, atol=2e-3)

@@ -12,6 +12,7 @@ import braze
 from braze.zoo import CASES, fresh_like, max_rel_error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_zoo_matches_eager(case, fusion):

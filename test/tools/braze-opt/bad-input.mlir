@@ -1,28 +1,35 @@
-// RUN: not braze-opt %s 2>&1 | FileCheck %s --check-prefix=PARSE
-// RUN: not braze-opt %s -p no-such-pass 2>&1 | FileCheck %s --check-prefix=PASS
-// RUN: not braze-opt %s -p 'canonicalize{max-iterations=many}' 2>&1 | FileCheck %s --check-prefix=OPTION
-// RUN: not braze-opt %s.missing 2>&1 | FileCheck %s --check-prefix=MISSING
-// RUN: not braze-opt %s --pass-pipeline=cse 2>&1 | FileCheck %s --check-prefix=ANCHOR
-// RUN: not braze-opt %s -p 'fusion-configure-kernels{target=sm_90 matmul-config=simt:64x32:16:4x4:16x16}' 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: not braze-opt %s 2>&1 | %no-traceback | FileCheck %s --check-prefix=PARSE
+// RUN: not braze-opt %s -p no-such-pass 2>&1 | %no-traceback | FileCheck %s --check-prefix=PASS
+// RUN: not braze-opt %s -p 'canonicalize{max-iterations=many}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=OPTION
+// RUN: not braze-opt %s.missing 2>&1 | %no-traceback | FileCheck %s --check-prefix=MISSING
+// RUN: not braze-opt %s --pass-pipeline=cse 2>&1 | %no-traceback | FileCheck %s --check-prefix=ANCHOR
+// RUN: not braze-opt %s -p 'fusion-configure-kernels{target=sm_90 matmul-config=simt:64x32:16:4x4:16x16}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=TILES
+// RUN: not braze-opt %s -p 'fusion-form-groups{max-recompute-flops=-1}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not braze-opt %s -p 'fusion-form-groups{flop-cost-bytes=nan}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=NAN
+// RUN: not braze-opt %s -p 'fusion-pad-matmuls{target=nosuch}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=TARGET
+// RUN: not braze-opt %s -p 'fusion-cuda-pipeline{target=sm_99}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPETARGET
+// RUN: not braze-opt %s -p 'fusion-cuda-pipeline{nosuch=1}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPEOPTION
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', '--no-such-flag'], stderr=subprocess.DEVNULL))" | FileCheck %s --check-prefix=USAGE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', sys.argv[1]], stderr=subprocess.DEVNULL))" %s | FileCheck %s --check-prefix=EXIT1
 
 // Malformed MLIR: the parser's diagnostic at file:line:col with the source line, no traceback.
-// PARSE: bad-input.mlir:30:8: error: custom op 'nonsense' is unknown
+// PARSE: bad-input.mlir:37:8: error: custom op 'nonsense' is unknown
 // PARSE-NEXT: {{^}}  %0 = nonsense
-// PARSE-NOT: Traceback
 // An unknown pass, a bad option value and an unreadable file: one message, no traceback.
 // PASS: braze-opt: error: unknown or malformed pass 'no-such-pass'
-// PASS-NOT: Traceback
 // OPTION: braze-opt: error: {{.*}}max-iterations=many
-// OPTION-NOT: Traceback
 // MISSING: braze-opt: error: cannot read input file '{{.*}}bad-input.mlir.missing': No such file or directory
-// MISSING-NOT: Traceback
 // --pass-pipeline must be anchored on builtin.module, as in mlir-opt.
 // ANCHOR: braze-opt: error: --pass-pipeline 'cse' must be anchored on the module
 // A matmul configuration whose threads do not cover its tile: what the option expects, no traceback.
-// TILES: braze-opt: error: option 'matmul_config' of pass 'fusion-configure-kernels' expects simt:{{.*}}got 'simt:64x32:16:4x4:16x16'
-// TILES-NOT: Traceback
+// TILES: braze-opt: error: option 'matmul-config' of 'fusion-configure-kernels' expects simt:{{.*}}got 'simt:64x32:16:4x4:16x16'
+// Option values out of range, not finite, or naming no known target: what the option takes.
+// NEGATIVE: braze-opt: error: option 'max-recompute-flops' of 'fusion-form-groups' must be at least 0, got -1
+// NAN: braze-opt: error: option 'flop-cost-bytes' of 'fusion-form-groups' expects a finite number, got nan
+// TARGET: braze-opt: error: option 'target' of 'fusion-pad-matmuls' names no CUDA target braze compiles for: 'nosuch' (known: {{.*}}sm_90)
+// A pipeline's options are checked like a pass's.
+// PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
+// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: target, tuning-cache)
 // A usage error exits 2 (argparse); a bad input exits 1.
 // USAGE: exit 2
 // EXIT1: exit 1

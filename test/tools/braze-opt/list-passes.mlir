@@ -10,8 +10,17 @@
 // CHECK: max-recompute-flops=<int> (default: 16) {{.+}}
 // CHECK: fusion-lower-to-linalg - {{.+}}
 // CHECK: fusion-report - {{.+}}
-// CHECK: braze pipelines:
+// The device pipelines braze.compile runs are listed with their options and expansion.
+// CHECK: braze pipelines
 // CHECK: fusion-baseline-pipeline - {{.+}}
 // CHECK-NEXT: = canonicalize,cse
+// CHECK: fusion-cpu-pipeline - {{.+}}
+// CHECK-NEXT: = fusion-default-pipeline
+// CHECK: fusion-cuda-pipeline - {{.+}}
+// CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
+// CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
+// CHECK-NEXT: = fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}
 // CHECK: fusion-default-pipeline - {{.+}}
+// CHECK: fusion-vulkan-pipeline - {{.+}}
+// CHECK-NEXT: = fusion-default-pipeline
 // CHECK: Upstream MLIR passes are accepted too

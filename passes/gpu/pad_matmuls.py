@@ -7,8 +7,8 @@
     %p  = linalg.matmul ins(%ap, %bp) outs(fill(0) : tensor<32x1024xf32>)
     %c  = init + tensor.extract_slice %p [0, 0] [8, 1000]
 
-M and N are padded to multiples of 32 and K to a multiple of 16 (PAD): the smallest tiles the
-cost model offers. The padding adds zeros to every dot product and rows/columns that are sliced
+M and N are padded to multiples of 32 and K to a multiple of 16 (`cost_model.PAD`): the smallest
+tiles the cost model offers. The padding adds zeros to every dot product and rows/columns that are sliced
 off, so the kept results are the same sums. Padding a constant weight folds at compile time
 (IREE evaluates constant expressions); padding an activation is a copy of the matrix.
 
@@ -23,20 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
+from braze.irutil import all_ops
+from braze.tuning import TuningCache
 
-from .registry import ModulePass, option, register
-from .template import replace_with_template
-
-PAD = {"m": 32, "n": 32, "k": 16}
-
-
-def _up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
-
-
-def padded(m: int, n: int, k: int) -> tuple[int, int, int]:
-    """(M, N, K) rounded up to PAD's multiples."""
-    return _up(m, PAD["m"]), _up(n, PAD["n"]), _up(k, PAD["k"])
+from ..registry import ModulePass, register
+from ..template import replace_with_template
+from .cost_model import choose_matmul_config, padded, select_matmul_config
+from .options import cuda_target, tuning_cache
+from .signatures import matmul_shape
 
 
 @register
@@ -45,27 +39,22 @@ class PadMatmulsPass(ModulePass):
     name = "fusion-pad-matmuls"
     summary = "Pad static matmuls that no GPU tile divides so that fusion-configure-kernels can tile them"
 
-    target: str = option("", "GPU target (e.g. sm_90) whose tiles decide; empty: the pass does nothing")
+    target: str = cuda_target("GPU target (e.g. sm_90) whose tiles decide; empty: the pass does nothing")
+    tuning_cache: str = tuning_cache()
 
     def run(self, module: ir.Operation) -> None:
         if not self.target:
             return
-        from .configure_kernels import ConfigureKernelsPass, choose_matmul_config, matmul_shape
-
-        configure = ConfigureKernelsPass(target=self.target)
+        cache = TuningCache.open(self.tuning_cache)
         found = []
-
-        def visit(op):
-            shape = matmul_shape(op) if op.name == "linalg.matmul" else None
-            if shape is not None and configure.matmul_config_for(op) is None:
-                _, m, n, k, element = shape
-                dims = padded(m, n, k)
+        for op in all_ops(module, "linalg.matmul", post_order=True):
+            shape = matmul_shape(op)
+            if shape is not None and select_matmul_config(shape, self.target, cache) is None:
+                dims = padded(shape.m, shape.n, shape.k)
                 # Padded, B comes from a tensor.pad: fusion-configure-kernels sees no transposed weight.
-                if dims != (m, n, k) and choose_matmul_config(1, *dims, element, self.target) is not None:
+                if dims != (shape.m, shape.n, shape.k) and \
+                        choose_matmul_config(1, *dims, shape.element, self.target) is not None:
                     found.append((op, dims))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
         for op, dims in found:
             _pad(op, *dims)
 

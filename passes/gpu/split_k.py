@@ -25,9 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
+from braze.irutil import all_ops
+from braze.targets import cuda_sm_count
 
-from .registry import ModulePass, option, register
-from .template import replace_with_template
+from ..registry import ModulePass, option, register
+from ..template import replace_with_template
+from .options import cuda_target
+from .signatures import matmul_shape
 
 SPLITS = (2, 4, 8)
 MIN_SPLIT_K = 256
@@ -57,27 +61,21 @@ class SplitKPass(ModulePass):
     name = "fusion-split-k"
     summary = "Split the K loop of f32 matmuls with few output tiles into a batch_matmul and a sum"
 
-    target: str = option("", "GPU target (e.g. sm_90) whose SM count the cost model uses; empty: no splits")
-    split: int = option(0, "0: the cost model; 1: never; N: split every f32 matmul whose K N divides")
+    target: str = cuda_target("GPU target (e.g. sm_90) whose SM count the cost model uses; empty: no splits")
+    split: int = option(0, "0: the cost model; 1: never; N: split every f32 matmul whose K N divides", minimum=0)
 
     def run(self, module: ir.Operation) -> None:
         if not self.target or self.split == 1:
             return
-        from .configure_kernels import SM_COUNT, matmul_shape
-
-        sms = SM_COUNT.get(self.target, 132)
+        sms = cuda_sm_count(self.target)
         found = []
-
-        def visit(op):
-            shape = matmul_shape(op) if op.name == "linalg.matmul" else None
-            if shape is not None and shape[4] == "f32":
-                _, m, n, k, _ = shape
+        for op in all_ops(module, "linalg.matmul", post_order=True):
+            shape = matmul_shape(op)
+            if shape is not None and shape.element == "f32":
+                m, n, k = shape.m, shape.n, shape.k
                 s = self.split if self.split > 1 and k % self.split == 0 else choose_split(m, n, k, sms)
                 if s > 1:
                     found.append((op, s))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
         for op, s in found:
             _split(op, s)
 

@@ -34,12 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
+from braze.irutil import all_ops
 
-from .registry import ModulePass, option, register
-from .template import replace_with_template
-
-IM2COL_ATTR = "braze.im2col"
-"""Unit attribute marking the im2col copies this pass makes (fusion-configure-kernels tiles them)."""
+from ..registry import ModulePass, option, register
+from ..template import replace_with_template
+from .configs import IM2COL_ATTR
+from .cost_model import MATMUL_CANDIDATES, choose_matmul_config, padded
+from .options import cuda_target
 
 
 @register
@@ -48,20 +49,14 @@ class ConvToMatmulPass(ModulePass):
     name = "fusion-conv-to-matmul"
     summary = "Rewrite static NCHW 2-D convolutions as an im2col copy and one linalg.matmul"
 
-    target: str = option("", "GPU target (e.g. sm_90): rewrite only convolutions whose matmul "
-                             "fusion-configure-kernels can tile for it; empty: every one")
+    target: str = cuda_target("GPU target (e.g. sm_90): rewrite only convolutions whose matmul "
+                              "fusion-configure-kernels can tile for it; empty: every one")
     read_padding: bool = option(True, "The im2col copy reads a zero-padded input's source itself "
                                       "(false: it reads the padded copy)")
 
     def run(self, module: ir.Operation) -> None:
-        found = []
-
-        def visit(op):
-            if op.name == "linalg.conv_2d_nchw_fchw" and _convertible(op) and self._tiled(op):
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
+        found = [op for op in all_ops(module, "linalg.conv_2d_nchw_fchw", post_order=True)
+                 if _convertible(op) and self._tiled(op)]
         for op in found:
             _rewrite(op, self.read_padding)
 
@@ -70,9 +65,6 @@ class ConvToMatmulPass(ModulePass):
         fusion-pad-matmuls where no tile divides it."""
         if not self.target:
             return True
-        from .configure_kernels import MATMUL_CANDIDATES, choose_matmul_config
-        from .pad_matmuls import padded
-
         weight = ir.RankedTensorType(op.operands[1].type)
         f, c, kh, kw = weight.shape
         batch, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape

@@ -1,0 +1,101 @@
+"""Reading GPU kernels off the IR: a matmul's shape and signature, an elementwise kernel's
+signature, and which operands torch-mlir fed through casts or transposes.
+
+The shared vocabulary of the GPU passes and the tuner (`braze tune` compiles a model and asks
+for the signatures of the kernels braze configured).
+"""
+
+from __future__ import annotations
+
+from braze._mlir import ir
+from braze.irutil import all_ops
+
+from .configs import CONFIG_ATTRS, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR, ElementwiseSignature, MatmulSignature
+from .cost_model import MATMUL_CANDIDATES
+
+MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+def matmul_shape(op: ir.Operation) -> MatmulSignature | None:
+    """The signature of a static (batch) matmul whose element type braze tiles, else None."""
+    if op.name not in MATMULS:
+        return None
+    lhs, rhs = list(op.operands)[:2]
+    a, b = ir.RankedTensorType(lhs.type), ir.RankedTensorType(rhs.type)
+    if not (a.has_static_shape and b.has_static_shape):
+        return None
+    element = source_element_type(lhs)
+    if element not in MATMUL_CANDIDATES or source_element_type(rhs) != element:
+        return None
+    batched = op.name == "linalg.batch_matmul"
+    if batched:
+        (batch, m, k), n = a.shape, b.shape[2]
+    else:
+        (m, k), n, batch = a.shape, b.shape[1], 1
+    return MatmulSignature(batch, m, n, k, element, batched, rhs_transposed(op))
+
+
+def source_element_type(value: ir.Value) -> str:
+    """The element type a matmul operand really has: torch-mlir feeds bf16 matmuls through an
+    `arith.extf` generic to f32, which IREE fuses back into a bf16 MMA matmul."""
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is not None and owner.name == "linalg.generic" and is_extf(owner):
+        return str(ir.ShapedType(owner.operands[0].type).element_type)
+    return str(ir.ShapedType(value.type).element_type)
+
+
+def rhs_transposed(op: ir.Operation) -> bool:
+    """Whether the matmul's right operand is a linalg.transpose swapping its last two dimensions
+    (seen through torch-mlir's bf16 -> f32 extf generic): IREE folds it into the matmul, whose
+    tiles then read B along K."""
+    value = list(op.operands)[1]
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is not None and owner.name == "linalg.generic" and is_extf(owner):
+        value = owner.operands[0]
+        owner = value.owner if isinstance(value, ir.OpResult) else None
+    if owner is None or owner.name != "linalg.transpose":
+        return False
+    perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+    return perm[-2:] == [len(perm) - 1, len(perm) - 2] and perm[:-2] == list(range(len(perm) - 2))
+
+
+def is_extf(op: ir.Operation) -> bool:
+    """A one-input generic whose body is only `arith.extf` (torch-mlir's upcast of an operand)."""
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    return len(op.operands) == 2 and body == ["arith.extf", "linalg.yield"]
+
+
+def elementwise_signature(op: ir.Operation) -> ElementwiseSignature:
+    """The signature of a 1-D elementwise generic: element count, operand dtypes and body ops."""
+    body = op.regions[0].blocks[0]
+    ops = tuple(o.operation.name.split(".", 1)[1] for o in body.operations if o.operation.name != "linalg.yield")
+    types = tuple(str(ir.ShapedType(v.type).element_type) for v in op.operands)
+    return ElementwiseSignature(ir.ShapedType(op.results[0].type).shape[0], types, ops)
+
+
+def configured_signatures(module_op: ir.Operation) -> list[str]:
+    """Signatures of the 1-D elementwise kernels fusion-configure-kernels configured in a module."""
+    return [elementwise_signature(op).text() for op in all_ops(module_op, "linalg.generic")
+            if KERNEL_CONFIG_ATTR in op.attributes and ir.ShapedType(op.results[0].type).rank == 1]
+
+
+def configured_matmul_signatures(module_op: ir.Operation, configured_only: bool = True) -> list[str]:
+    """Signatures of the matmuls fusion-configure-kernels configured in a module (or of every
+    matmul it could tile, configured_only=False), in order, without repeats."""
+    found = []
+    for op in all_ops(module_op, MATMULS):
+        shape = matmul_shape(op)
+        if shape is not None and (MATMUL_CONFIG_ATTR in op.attributes or not configured_only):
+            found.append(shape.text())
+    return list(dict.fromkeys(found))
+
+
+def kernel_configs(module_op: ir.Operation) -> list[dict]:
+    """The configurations the GPU passes attached, as the report lists them: op, operand types, text."""
+    found = []
+    for op in all_ops(module_op):
+        for attr in CONFIG_ATTRS:
+            if attr in op.attributes:
+                shape = " x ".join(str(v.type) for v in list(op.operands)[:2])
+                found.append({"op": op.name, "shape": shape, "config": ir.StringAttr(op.attributes[attr]).value})
+    return found

@@ -1,0 +1,171 @@
+"""The layout holds: no import cycles between braze's modules (function-level imports count),
+one definition of each attribute name braze puts on IR, and every pass has its lit file and a
+before/after example in its docstring."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from braze.passes import PASSES, PIPELINES
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"braze": ROOT / "python" / "braze", "braze.dialects": ROOT / "dialects",
+            "braze.passes": ROOT / "passes", "braze.tools": ROOT / "tools"}
+"""The one import root and the folders pyproject.toml maps into it."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if name.startswith("braze.") and name.count(".") >= 1 and name.split(".")[1] in ("dialects", "passes", "tools") \
+                    and package == "braze":
+                continue  # python/braze has no such subfolders; skip stray matches
+            found[name] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """braze modules `name` imports anywhere in its file (top level or inside functions)."""
+    is_package = path.name == "__init__.py"
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - (node.level - 1)]
+                module = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{a.name}" for a in node.names] + [module]
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, result, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return result
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    # A package's __init__ importing its own submodules (registration) is not a dependency of
+    # those submodules on the package: edges into a package from inside it are dropped.
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = {t for t in _imports(name, path, modules)
+                       if not (modules[t].name == "__init__.py" and name.startswith(t + "."))}
+    return graph
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_gpu_passes_import_only_leaves():
+    graph = _graph()
+    gpu_passes = {f"braze.passes.gpu.{m}" for m in ("configure_kernels", "conv_to_matmul", "pad_matmuls", "split_k")}
+    for name in gpu_passes:
+        assert not (graph[name] & gpu_passes), f"{name} imports another GPU pass: {graph[name] & gpu_passes}"
+    for leaf in ("configs", "cost_model"):  # formats and choices: no MLIR
+        assert not any(t.startswith("braze._mlir") for t in graph[f"braze.passes.gpu.{leaf}"])
+
+
+def _attribute_definitions() -> dict[str, list[str]]:
+    """{attribute name: modules defining it} from module-level `NAME_ATTR = "..."` constants."""
+    found: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text()).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id.endswith("_ATTR") and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str)):
+                found.setdefault(node.value.value, []).append(name)
+    return found
+
+
+def _string_literals(path: Path) -> list[str]:
+    return [n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str)]
+
+
+def test_each_attribute_name_is_defined_once():
+    defined = _attribute_definitions()
+    assert {"braze.kernel_config", "braze.matmul_config", "braze.im2col", "fusion.unfused"} <= set(defined)
+    assert all(len(v) == 1 for v in defined.values()), {k: v for k, v in defined.items() if len(v) > 1}
+    spelled: dict[str, list[str]] = {k: [] for k in defined}
+    files = list(_modules().values()) + [p for p in (ROOT / "test" / "python").glob("*.py") if p.name != "test_layout.py"]
+    for path in files:
+        for literal in _string_literals(path):
+            if literal in spelled:
+                spelled[literal].append(str(path.relative_to(ROOT)))
+    # Each name is written once (its definition); everything else uses the constant.
+    assert all(len(v) == 1 for v in spelled.values()), {k: v for k, v in spelled.items() if len(v) != 1}
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_pass_has_its_lit_test(name):
+    path = ROOT / "test" / "passes" / f"{name}.mlir"
+    assert path.exists(), f"{name} has no {path.relative_to(ROOT)}"
+    assert f"-p {name}" in path.read_text() or f"{name}{{" in path.read_text() or f"-p '{name}" in path.read_text(), \
+        f"{path.name} does not run {name}"
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_pass_docstring_has_before_and_after(name):
+    doc = sys.modules[PASSES[name].__module__].__doc__ or ""
+    summary, _, rest = doc.strip().partition("\n")
+    assert summary.startswith(f"{name}:"), f"{name}: the docstring starts with '{name}: <what it changes>'"
+    example = [line for line in rest.splitlines() if line.startswith("    ")]
+    assert any("->" in line for line in example) or "  ->" in rest, f"{name}: no before -> after example"
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_pipelines_expand_to_registered_passes(name):
+    from braze.passes.registry import parse_pipeline
+
+    steps = parse_pipeline(PIPELINES[name]().expand())
+    assert steps and all(s.braze_pass is not None or s.text in ("canonicalize", "cse") for s in steps)

@@ -1,0 +1,103 @@
+"""Timing calls on the CPU and on CUDA: the one timer `braze bench`, `braze tune` and the
+experiments in bench/ share, and the reader of ncu's kernel times.
+
+    timer = Timer("cuda")
+    seconds = timer.event_call(fn, args)      # CUDA events around one call (torch's stream)
+    seconds = timer.sync_call(fn, args)       # wall clock, device synchronized before and after
+    ms = median_ms(fn, reps=50, device="cuda")
+    ms = per_call_ms(fn, n=100)               # n back-to-back calls, synchronized at the ends
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import time
+
+
+class Timer:
+    """Times one call on a device; returns seconds."""
+
+    def __init__(self, device: str):
+        self.cuda = device == "cuda"
+        if self.cuda:
+            import torch
+
+            self._torch = torch
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._end = torch.cuda.Event(enable_timing=True)
+
+    def event_call(self, fn, args=()) -> float:
+        """On CUDA, the time between events recorded on the current stream around the call (work
+        the call queues there counts; host time outside it does not); elsewhere, wall clock."""
+        if self.cuda:
+            self._start.record()
+            fn(*args)
+            self._end.record()
+            self._end.synchronize()
+            return self._start.elapsed_time(self._end) / 1000.0
+        t0 = time.perf_counter()
+        fn(*args)
+        return time.perf_counter() - t0
+
+    def sync_call(self, fn, args=()) -> float:
+        """Wall clock of one call with the device idle before it and after it: for calls that do
+        their work outside torch's stream (IREE's runtime)."""
+        if self.cuda:
+            self._torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn(*args)
+        if self.cuda:
+            self._torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+
+def median_ms(fn, reps: int = 50, device: str = "cuda", warmup: int = 3, sync: bool = False) -> float:
+    """Median milliseconds of `reps` calls after `warmup` (event-timed; wall clock with `sync`)."""
+    timer = Timer(device)
+    for _ in range(warmup):
+        fn()
+    measure = timer.sync_call if sync else timer.event_call
+    times = sorted(measure(fn) for _ in range(max(1, reps)))
+    return statistics.median(times) * 1000.0
+
+
+def per_call_ms(fn, n: int, warmup: int = 5) -> float:
+    """Mean wall milliseconds of n back-to-back calls, synchronizing the device before and after."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n * 1e3
+
+
+def interleaved_ms(fns: dict, rounds: int = 15, block_ms: float = 20.0, pace: str | None = None) -> dict:
+    """Median per-call ms of each function, timed in blocks of ~block_ms, round robin, so every
+    contender sees the same machine. `pace` names the function whose speed sets the block size."""
+    for fn in fns.values():
+        for _ in range(5):
+            fn()
+    probe = fns[pace or next(iter(fns))]
+    n = max(5, int(block_ms / max(per_call_ms(probe, 5, warmup=0), 0.01)))
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            times[k].append(per_call_ms(fn, n, warmup=0))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def ncu_kernels(path) -> list[tuple[str, float]]:
+    """(kernel name, us) per launch, in launch order, from
+    `ncu --metrics gpu__time_duration.sum --csv` output."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(f) if len(r) > 10]
+    if not rows:
+        return []
+    header, rows = rows[0], rows[1:]
+    name, value = header.index("Kernel Name"), header.index("Metric Value")
+    return [(r[name], float(r[value].replace(",", "")) / 1000) for r in rows]
