@@ -16,16 +16,16 @@ reproducer file and prints the one-line command that replays just that pass.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from braze.errors import BrazeError
+from braze.nativeio import captured_stderr as _captured_stderr
+from braze.nativeio import flush
 
 SPLIT_MARKER = "// -----"
 
@@ -482,40 +482,7 @@ def _pass_names(values: list[str]) -> set[str]:
     return {name.strip() for value in values for name in value.split(",") if name.strip()}
 
 
-class _Captured:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def getvalue(self) -> str:
-        return self.text
-
-
-@contextlib.contextmanager
-def _captured_stderr(enabled: bool) -> Iterator[_Captured]:
-    """Collect what native code writes to file descriptor 2 while enabled."""
-    captured = _Captured()
-    _flush()
-    if not enabled:
-        yield captured
-        _flush()
-        return
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield captured
-        finally:
-            _flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            captured.text = sink.read().decode("utf-8", errors="replace")
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+_flush = flush
 
 
 def _dump_pass_argument(header_rest: str) -> str:

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 
 from .errors import CompileError, DependencyError
+from .nativeio import captured_stderr
 
 try:
     from iree.compiler import ir as iree_ir
@@ -21,6 +22,21 @@ except ImportError as e:  # pragma: no cover - only without iree-base-compiler
         f"compiling needs iree-base-compiler ({e}): `pip install iree-base-compiler==3.13.0`. "
         "Running a saved artifact needs only iree-base-runtime."
     ) from e
+
+
+def _failure_message(what: str, diagnostics: list[str], native: str) -> str:
+    """One error whose first line says what went wrong: the most specific line IREE printed
+    (a linker's undefined symbol, an op that failed to verify), then the rest."""
+    linker = [line.strip() for line in native.splitlines() if "undefined symbol" in line]
+    specific = [d for d in diagnostics if "check above" not in d and "failed to serialize" not in d]
+    first = linker[0] if linker else (specific or diagnostics or ["no diagnostics"])[0]
+    hint = ""
+    if linker:
+        symbol = linker[0].rsplit(":", 1)[-1].strip()
+        hint = (f" (IREE's CPU code generator has no '{symbol}' for this dtype: float64 math functions such "
+                "as sin/cos/tanh are missing from its runtime library; compute them in float32)")
+    rest = [d for d in diagnostics if d != first][:5]
+    return f"IREE failed to compile {what}: {first}{hint}" + "".join(f"\n  {d}" for d in rest)
 
 
 @dataclass
@@ -43,7 +59,7 @@ def module_text(source: bytes, *, module_hook=None) -> str:
         return module.operation.get_asm(enable_debug_info=False)
 
 
-def compile_module(source: bytes, flags: list[str], *, module_hook=None) -> CompiledVmfb:
+def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: str = "the module") -> CompiledVmfb:
     """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
 
     `module_hook(ir.Module)` may edit the parsed module in IREE's context before
@@ -75,12 +91,13 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None) -> Comp
                 lambda d: diagnostics.append(f"{d.location}: {d.message}") or True
             )
             try:
-                ok = inv.execute()
+                # IREE's passes and LLVM's linker print to fd 2: kept for the error, else dropped.
+                with captured_stderr() as native:
+                    ok = inv.execute()
             finally:
                 handle.detach()
         if not ok:
-            detail = "\n  ".join(diagnostics[:5]) or "no diagnostics"
-            raise CompileError(f"IREE failed to compile the module:\n  {detail}")
+            raise CompileError(_failure_message(what, diagnostics, native.text))
         out = Output.open_membuffer()
         inv.output_vm_bytecode(out)
         vmfb = bytes(out.map_memory())

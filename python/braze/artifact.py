@@ -1,8 +1,10 @@
 """Saved artifacts: one zip file holding the .vmfb and JSON metadata.
 
     model.braze
-      braze.json    format version, signature, target, versions, report, vmfb sha256
+      braze.json    format version, signature, target, versions, report, checksums
       module.vmfb   the IREE program
+      state/0.npy   the current value of each buffer the program updates (BatchNorm's running
+                    statistics in train mode, counters), if any
 
 Loading needs only iree-base-runtime and numpy. A corrupt, truncated or incompatible
 file raises ArtifactError naming the file and what to do.
@@ -24,6 +26,8 @@ FORMAT = "braze-artifact"
 FORMAT_VERSION = 1
 METADATA = "braze.json"
 VMFB = "module.vmfb"
+STATE = "state"
+"""Folder of the buffers the program updates (state/<i>.npy, in the signature's order)."""
 
 
 def runtime_version() -> str:
@@ -35,17 +39,22 @@ def runtime_version() -> str:
         return "unknown"
 
 
-def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool = False) -> Path:
+def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool = False,
+          arrays: list | None = None) -> Path:
     """Write an artifact atomically: the file appears whole, or not at all; without `overwrite`
     an existing path is never replaced (even by a concurrent save), and nothing but a regular
     file is ever replaced."""
     path = Path(path)
     meta = dict(metadata)
-    meta.update(format=FORMAT, format_version=FORMAT_VERSION, vmfb_sha256=hashlib.sha256(vmfb).hexdigest())
+    blobs = [_npy(a) for a in arrays or []]
+    meta.update(format=FORMAT, format_version=FORMAT_VERSION, vmfb_sha256=hashlib.sha256(vmfb).hexdigest(),
+                state_sha256=[hashlib.sha256(b).hexdigest() for b in blobs])
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
         z.writestr(METADATA, json.dumps(meta, indent=2, sort_keys=True))
         z.writestr(VMFB, vmfb)
+        for i, blob in enumerate(blobs):
+            z.writestr(f"{STATE}/{i}.npy", blob)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -67,7 +76,17 @@ def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool 
                             "choose a path in a writable folder.") from None
 
 
-def read(path: str | os.PathLike) -> tuple[bytes, dict]:
+def _npy(array) -> bytes:
+    import numpy as np
+
+    out = io.BytesIO()
+    np.save(out, np.ascontiguousarray(array), allow_pickle=False)
+    return out.getvalue()
+
+
+def read(path: str | os.PathLike) -> tuple[bytes, dict, list]:
+    """(program, metadata, buffer values as numpy arrays) of an artifact; ArtifactError if it
+    is not a whole braze artifact of this format and IREE release."""
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"no artifact at {path}: the file does not exist")
@@ -82,6 +101,10 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict]:
                 )
             meta = json.loads(z.read(METADATA))
             vmfb = z.read(VMFB)
+            if not isinstance(meta, dict):
+                raise ValueError("its metadata is not a JSON object")
+            count = len(meta.get("state_sha256") or [])
+            blobs = [z.read(f"{STATE}/{i}.npy") for i in range(count)]
     except ArtifactError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as e:
@@ -98,7 +121,11 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict]:
         )
     if hashlib.sha256(vmfb).hexdigest() != meta.get("vmfb_sha256"):
         raise ArtifactError(f"{path} is corrupt: its program does not match the checksum saved with it")
-    saved = meta.get("versions", {}).get("iree_compiler", "unknown")
+    if [hashlib.sha256(b).hexdigest() for b in blobs] != list(meta.get("state_sha256") or []):
+        raise ArtifactError(f"{path} is corrupt: its buffer values do not match the checksums saved with them")
+    arrays = [_load_npy(b, path) for b in blobs]
+    versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
+    saved = versions.get("iree_compiler", "unknown")
     have = runtime_version()
     if _minor(saved) != _minor(have):
         raise ArtifactError(
@@ -106,7 +133,16 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict]:
             f"IREE programs need a runtime of the same release. Install iree-base-runtime=={saved} "
             "or recompile the model here."
         )
-    return vmfb, meta
+    return vmfb, meta, arrays
+
+
+def _load_npy(blob: bytes, path) -> object:
+    import numpy as np
+
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except ValueError as e:
+        raise ArtifactError(f"{path} holds a buffer value that is not a numpy array ({e})") from None
 
 
 def _minor(version: str) -> str:

@@ -182,10 +182,16 @@ def default_output_storage(target: Target) -> bool:
     return target.device == "cuda"
 
 
+def _common_flags(target: Target) -> list[str]:
+    """Flags every compile gets: float64 stays float64 (IREE demotes it to float32 by default,
+    which changed the dtype and precision of float64 models' results)."""
+    return ["--iree-input-demote-f64-to-f32=false"]
+
+
 def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
-    flags = list(extra_flags or [])
+    flags = _common_flags(target) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
@@ -200,10 +206,11 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
 
 
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
-                       output_storage: bool = False, transient_storage: bool = False) -> CompiledVmfb:
+                       output_storage: bool = False, transient_storage: bool = False,
+                       what: str = "the module") -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
     flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
-    return compile_module(source, flags, module_hook=hook)
+    return compile_module(source, flags, module_hook=hook, what=what)
 
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,

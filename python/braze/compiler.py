@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import artifact
-from .errors import DeviceError
+from .errors import ArtifactError, DependencyError, DeviceError, InputError
 from .report import Report
 from .signature import Signature
 from .targets import Target, resolve
@@ -33,28 +33,49 @@ class CompiledModule:
     """A model compiled by braze: call it like the model; inspect `.report`; `save()` it."""
 
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
-                 versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None):
+                 versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None,
+                 state=None, outputs: str = "auto"):
         self.vmfb = vmfb
-        self.abi = {"output_storage": False, "transient_storage": False, **(abi or {})}
+        self.abi = {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": [],
+                    **(abi or {})}
         """How main is called: output_storage when it takes a buffer per result after its inputs,
-        transient_storage when it then takes one buffer for all intermediates."""
+        transient_storage when it then takes one buffer for all intermediates; copy_inputs and
+        copy_outputs the positions that must not share memory with the caller (passes/abi.py)."""
         self.target = target
         self.signature = signature
         self.report = report
         self.versions = versions or {}
+        if outputs not in ("auto", "torch", "numpy"):
+            raise InputError(f"outputs={outputs!r}: braze returns 'torch' tensors, 'numpy' arrays, or 'auto' "
+                             "(the kind of the inputs; torch for a model without tensor inputs)")
+        self.output_kind = outputs
+        self._state = state
+        """Where the buffers the program updates live: the model (compiled here: its own buffers,
+        read and written on every call, as eager does) or a dict name -> array (loaded)."""
         self._source = source
         self._program = None
         self._names = None
+        self._state_names = [f"buffer '{n}'" for n in signature.state]
 
     @property
     def program(self):
         if self._program is None:
             from .runtime import Program
 
-            self._program = Program(self.vmfb, self.target, self.signature, self._source,
-                                    output_storage=self.abi["output_storage"],
-                                    transient_storage=self.abi["transient_storage"])
+            self._program = Program(self.vmfb, self.target, self.signature.program_inputs, self.signature.outputs,
+                                    self._source, output_storage=self.abi["output_storage"],
+                                    transient_storage=self.abi["transient_storage"],
+                                    copy_inputs=frozenset(self.abi["copy_inputs"]),
+                                    copy_outputs=frozenset(self.abi["copy_outputs"]))
         return self._program
+
+    def state(self) -> list:
+        """The current values of the buffers the program reads and updates, in its order."""
+        if not self.signature.state:
+            return []
+        if isinstance(self._state, dict):
+            return [self._state[n] for n in self.signature.state]
+        return [self._state.get_buffer(n) for n in self.signature.state]
 
     def __call__(self, *args, **kwargs) -> Any:
         flat = self.signature.flatten_call(args, kwargs)
@@ -63,15 +84,36 @@ class CompiledModule:
             from .signature import describe_path
 
             self._names = [describe_path(p) for _, p in flat]
-        names = self._names
-        if _wants_torch(values):
+        state = self.state()
+        if state:
+            values, names = state + values, self._state_names + self._names
+        else:
+            names = self._names
+        if self._wants_torch(values):
             outputs = self.program.call_torch(values, names)
         else:
             outputs = self.program(values, names)
+        mutations = self.signature.mutations
+        if mutations:
+            _write_back(mutations, outputs, state, values[len(state):], names[len(state):])
+            outputs = outputs[len(mutations):]
         return self.signature.unflatten_outputs(outputs)
 
+    def _wants_torch(self, values: list) -> bool:
+        if self.output_kind != "auto":
+            if self.output_kind == "torch":
+                _require_torch("outputs='torch'")
+            return self.output_kind == "torch"
+        if any(type(v).__module__.startswith("torch") for v in values):
+            return True
+        if values:
+            return False
+        _require_torch("a model without tensor inputs returns torch tensors")
+        return True
+
     def save(self, path: str | os.PathLike, overwrite: bool = False):
-        """Write the program and its metadata to one file; refuses an existing path unless overwrite=True."""
+        """Write the program, its metadata and its buffers' current values to one file; refuses
+        an existing path unless overwrite=True."""
         meta = {
             "signature": self.signature.to_json(),
             "target": self.target.to_json(),
@@ -79,41 +121,118 @@ class CompiledModule:
             "report": self.report.to_json(),
             "abi": self.abi,
         }
-        return artifact.write(path, self.vmfb, meta, overwrite=overwrite)
+        arrays = [_host_array(v, spec.dtype) for v, spec in zip(self.state(), self.signature.state_specs)]
+        return artifact.write(path, self.vmfb, meta, overwrite=overwrite, arrays=arrays)
 
     def __repr__(self) -> str:
         ins = ", ".join(s.describe() for s in self.signature.inputs)
         return f"<braze.CompiledModule {self.report.model or 'model'}({ins}) on {self.target.describe()}>"
 
 
-def _wants_torch(values: list) -> bool:
-    if any(type(v).__module__.startswith("torch") for v in values):
-        return True
-    if values:
-        return False
+def _require_torch(why: str) -> None:
     try:
         import torch  # noqa: F401
-
-        return True
     except ImportError:
-        return False
+        raise DependencyError(f"{why}, but torch is not installed here: install torch, or "
+                              "braze.load(..., outputs='numpy') for numpy arrays") from None
 
 
-def load(path: str | os.PathLike, device: str | None = None) -> CompiledModule:
-    """Load a saved artifact. Needs only iree-base-runtime and numpy (torch optional)."""
-    vmfb, meta = artifact.read(path)
-    target = Target(meta["target"]["device"], meta["target"]["arch"])
+def _write_back(mutations: list[dict], outputs: list, state: list, inputs: list, names: list[str]) -> None:
+    """Apply the program's mutations as eager would: new buffer values into the model's buffers
+    (or the loaded module's), new input values into the caller's tensors."""
+    for m, new in zip(mutations, outputs):
+        target = state[m["index"]] if m["kind"] == "buffer" else inputs[m["index"]]
+        if type(target).__module__.startswith("torch"):
+            import torch
+
+            with torch.no_grad():
+                target.copy_(new if type(new).__module__.startswith("torch") else torch.from_numpy(new))
+        else:
+            import numpy as np
+
+            try:
+                np.copyto(target, new.cpu().numpy() if hasattr(new, "cpu") else new)
+            except (ValueError, TypeError) as e:
+                raise InputError(f"{names[m['index']] if m['kind'] == 'input' else 'a buffer'}: the model "
+                                 f"updates it in place, but it cannot be written ({e})") from None
+
+
+def _host_array(value, dtype: str):
+    """A numpy copy of a state value (torch or numpy), bfloat16 as its uint16 bits."""
+    import numpy as np
+
+    if type(value).__module__.startswith("torch"):
+        t = value.detach().cpu().contiguous()
+        if dtype == "bfloat16":
+            import torch
+
+            t = t.view(torch.int16)
+        return t.numpy().copy()
+    return np.array(value, copy=True)
+
+
+def load(path: str | os.PathLike, device: str | None = None, outputs: str = "auto") -> CompiledModule:
+    """Load a saved artifact. Needs only iree-base-runtime and numpy (torch optional).
+
+    outputs: 'auto' (the kind of the inputs: torch tensors in, torch out; numpy in, numpy out),
+    'torch' or 'numpy'."""
+    vmfb, meta, arrays = artifact.read(path)
+    try:
+        target, signature, abi = _parse_metadata(meta)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ArtifactError(f"{path} has damaged metadata ({type(e).__name__}: {e}); it was edited or "
+                            "written by another tool. Save it again from braze.compile(...).save().") from None
+    if len(arrays) != len(signature.state):
+        raise ArtifactError(f"{path} holds {len(arrays)} buffer values for {len(signature.state)} buffers; "
+                            "save it again from braze.compile(...).save()")
+    for array, spec, name in zip(arrays, signature.state_specs, signature.state):
+        if list(array.shape) != list(spec.shape):
+            raise ArtifactError(f"{path}: buffer '{name}' holds shape {list(array.shape)}, not {spec.describe()}")
     if device is not None and device not in ("auto", target.device):
         raise DeviceError(
             f"{path} was compiled for {target.describe()}, not for device '{device}'; "
             f"load it with device='{target.device}' or recompile for {device}"
         )
-    signature = Signature.from_json(meta["signature"])
-    report = Report.from_json(meta.get("report", {}))
+    report = Report.from_json(meta.get("report", {}) if isinstance(meta.get("report"), dict) else {})
+    state = dict(zip(signature.state, (_from_host(a, spec.dtype) for a, spec in zip(arrays, signature.state_specs))))
     module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path),
-                            abi=meta.get("abi"))
+                            abi=abi, state=state, outputs=outputs)
     module.program  # open the device now: a missing device or bad program fails at load time
     return module
+
+
+def _parse_metadata(meta: dict) -> tuple[Target, Signature, dict]:
+    from .targets import DEVICES
+
+    device, arch = meta["target"]["device"], meta["target"]["arch"]
+    if device not in DEVICES or not isinstance(arch, str):
+        raise ValueError(f"target {meta['target']!r} names no device braze runs on")
+    signature = Signature.from_json(meta["signature"])
+    raw = meta.get("abi") or {}
+    abi = {"output_storage": bool(raw.get("output_storage", False)),
+           "transient_storage": bool(raw.get("transient_storage", False)),
+           "copy_inputs": [int(i) for i in raw.get("copy_inputs", [])],
+           "copy_outputs": [int(i) for i in raw.get("copy_outputs", [])]}
+    return Target(device, arch), signature, abi
+
+
+def _from_host(array, dtype: str):
+    """A loaded buffer value: a torch tensor when torch is here (bfloat16 from its bits), else numpy."""
+    try:
+        import torch
+    except ImportError:
+        return array
+    tensor = torch.from_numpy(array.copy())
+    return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+
+
+def _flag_list(flags) -> list[str]:
+    if flags is None:
+        return []
+    if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
+        raise InputError(f"iree_flags={flags!r}: give a list of iree-compile flags, "
+                         "e.g. iree_flags=['--iree-opt-level=O3']")
+    return list(flags)
 
 
 def device_pipeline(target: Target, fusion: bool = True) -> str:
@@ -174,14 +293,17 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     t0 = time.perf_counter()
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
-    compiled = backend.compile_for_target(lowered.bytecode(), tgt, list(iree_flags or []),
-                                          output_storage=output_storage, transient_storage=transient_storage)
+    compiled = backend.compile_for_target(lowered.bytecode(), tgt, _flag_list(iree_flags),
+                                          output_storage=output_storage, transient_storage=transient_storage,
+                                          what=f"{type(model).__name__} for {tgt.describe()}")
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
     return CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
                           source=f"the compiled {type(model).__name__}",
-                          abi={"output_storage": output_storage, "transient_storage": transient_storage})
+                          abi={"output_storage": output_storage, "transient_storage": transient_storage,
+                               "copy_inputs": sorted(lowered.copy_inputs), "copy_outputs": sorted(lowered.copy_outputs)},
+                          state=model if lowered.signature.state else None)
 
 
 @dataclass
@@ -194,6 +316,10 @@ class Lowered:
     module: Any
     """The linalg module (torch-mlir's bindings), in `context`."""
     context: Any
+    copy_inputs: frozenset = frozenset()
+    """Program inputs IREE may write in place (passes/abi.py): the runtime passes copies."""
+    copy_outputs: frozenset = frozenset()
+    """Program outputs that may alias an input or a constant: the runtime returns copies."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -215,7 +341,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     tgt = resolve(device, target)
     # Compile-side modules (torch, torch-mlir): braze.load must not need them.
     from . import frontend
-    from braze.passes import runner
+    from braze.passes import abi, runner
     from braze.passes.gpu.signatures import kernel_configs
     from braze.passes.report import count_linalg_ops
 
@@ -247,4 +373,5 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.groups = data.get("groups", [])
             report.unfused = data.get("unfused", [])
             report.fusion_text = fusion_report.summary_text()
-    return Lowered(tgt, imported.signature, report, imported.module, imported.context)
+        written, aliased = abi.hazards(module_op)
+    return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased)

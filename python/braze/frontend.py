@@ -131,10 +131,10 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedM
         found["fused"] = len(calls) if keep_sdpa else 0
         if keep_sdpa:
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
-    if table:
-        with _quiet_torch():
-            exported = exported.run_decompositions(table)
-    signature = signature_from_export(exported, args, kwargs)
+    with _quiet_torch():
+        exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
+    state = prepare_state(exported, model)
+    signature = signature_from_export(exported, args, kwargs, state)
     times["export"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -153,6 +153,50 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedM
     _drop_baked_arguments(module, context, model)
     times["import"] = time.perf_counter() - t0
     return ImportedModule(module, context, signature, exported, times, found)
+
+
+def prepare_state(exported, model) -> list:
+    """Get the exported program ready for torch-mlir's frozen import; return the model's state
+    the program reads and writes: [(buffer name, tensor, placeholder name)], in
+    program-argument order.
+
+    A buffer the model mutates (BatchNorm's running statistics in train mode, a counter) must
+    not be frozen into the program as a constant: it becomes a leading argument of `main`, and
+    the call writes its new value back (torch.export lists it among the outputs). Buffers that
+    are only read, and non-persistent buffers (rotary tables: `register_buffer(...,
+    persistent=False)`, which torch.export keeps in `constants`), are frozen as constants.
+    """
+    from torch.export.graph_signature import InputKind, InputSpec, OutputKind
+
+    sig = exported.graph_signature
+    unsupported = [s for s in sig.output_specs if s.kind not in (
+        OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)]
+    if unsupported:
+        kinds = sorted({s.kind.name for s in unsupported})
+        raise UnsupportedOpError(
+            f"{_model_name(model)} produces {', '.join(kinds)} outputs ({unsupported[0].target or unsupported[0].arg}); "
+            "braze compiles inference: it runs forward() without autograd and without mutating parameters. "
+            "Call model.eval() and compile under torch.no_grad() inputs, or keep the mutation outside forward()."
+        )
+    mutated = set(sig.buffers_to_mutate.values())
+    state, specs = [], []
+    for spec in sig.input_specs:
+        if spec.kind == InputKind.BUFFER and spec.target in mutated:
+            state.append((spec.target, _state_tensor(exported, spec.target), spec.arg.name))
+            specs.append(InputSpec(InputKind.USER_INPUT, spec.arg, None))
+        else:
+            if spec.kind == InputKind.BUFFER and spec.target not in exported.state_dict:
+                # torch-mlir's frozen import reads every buffer from the state dict.
+                exported._state_dict[spec.target] = exported.constants[spec.target]
+            specs.append(spec)
+    sig.input_specs[:] = specs
+    return state
+
+
+def _state_tensor(exported, name: str):
+    if name in exported.state_dict:
+        return exported.state_dict[name]
+    return exported.constants[name]
 
 
 def _drop_baked_arguments(module, context, model) -> None:

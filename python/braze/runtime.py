@@ -6,13 +6,14 @@ tensors (and for CUDA tensors, which cross by DLPack without a host copy).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 import numpy as np
 
 from .errors import ArtifactError, DeviceError, InputError
-from .signature import Signature, TensorSpec
+from .signature import TensorSpec
 from .targets import Target, check_runnable
 
 try:
@@ -81,11 +82,18 @@ def _apply_runtime_flags() -> None:
 class Program:
     """A .vmfb loaded on a device, callable with flat lists of arrays."""
 
-    def __init__(self, vmfb: bytes, target: Target, signature: Signature, source: str = "the compiled module",
-                 output_storage: bool = False, transient_storage: bool = False):
+    def __init__(self, vmfb: bytes, target: Target, inputs: list[TensorSpec], outputs: list[TensorSpec],
+                 source: str = "the compiled module", output_storage: bool = False, transient_storage: bool = False,
+                 copy_inputs: frozenset = frozenset(), copy_outputs: frozenset = frozenset()):
         check_runnable(target)
         self.target = target
-        self.signature = signature
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.copy_inputs = frozenset(copy_inputs)
+        """Inputs the program may write in place (IREE can tie a result to an imported buffer:
+        iree-org/iree#16168): they are passed as copies, never as the caller's memory."""
+        self.copy_outputs = frozenset(copy_outputs)
+        """Outputs that may be an input or a constant of the program itself: returned as copies."""
         self.output_storage = output_storage
         """True when main takes one output buffer per result after its inputs (braze's ABI)."""
         self.transient_storage = transient_storage
@@ -112,22 +120,55 @@ class Program:
         self._fn = self._vm_module.lookup_function("main")
         if self._fn is None:
             raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
+        self._check_declaration(source)
         self._allocator = self.device.allocator
         self.transient_bytes = 0
         """Bytes of the buffer that holds a call's intermediates (0 without transient storage)."""
-        self._imported: list = [None] * len(signature.inputs)  # (tensor, data_ptr, dtype, shape, view)
+        self._imported: list = [None] * len(self.inputs)  # (tensor, view key, view)
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
         if transient_storage:
             # braze compiles static shapes, so IREE states the size as a constant.
-            constant = self._fn.reflection.get("iree.abi.transients.size.constant")
-            if constant is None:
-                raise ArtifactError(f"{source} takes transient storage but declares no constant size for it; "
-                                    "recompile it with braze.compile()")
-            self.transient_bytes = int(constant)
+            reflection = self._fn.reflection
+            constant = reflection.get("iree.abi.transients.size.constant")
+            if constant is None and any(k.startswith("iree.abi.transients.size") for k in reflection):
+                raise ArtifactError(f"{source} takes transient storage of a size it computes at run time, "
+                                    "which braze's static programs never do; recompile it with braze.compile()")
+            # No size at all: the program keeps no intermediates (e.g. zero-element results).
+            self.transient_bytes = int(constant) if constant is not None else 0
+
+    def _check_declaration(self, source: str) -> None:
+        """The program's `main` takes and returns what the metadata says (an edited or mismatched
+        artifact fails here, at load, not inside IREE at the first call)."""
+        declaration = self._fn.reflection.get("iree.abi.declaration", "")
+        head, _, tail = declaration.partition(") -> (")
+        if not head:
+            return  # a runtime that does not reflect declarations: nothing to compare
+        args = re.findall(r"%input\d+: (tensor<[^>]*>|!hal\.buffer)( \{iree\.abi\.transients)?", head)
+        results = re.findall(r"%output\d+: (tensor<[^>]*>)", tail)
+        tensors = [t for t, _ in args if t.startswith("tensor")]
+        buffers = [t for t, transient in args if t == "!hal.buffer" and not transient]
+        transients = [t for t, transient in args if transient]
+        expected = (len(self.inputs), len(self.outputs) if self.output_storage else 0, int(self.transient_storage))
+        found = (len(tensors), len(buffers), len(transients))
+        shapes_ok = len(results) == len(self.outputs) and all(
+            _dims(t) == list(spec.shape) for t, spec in zip(tensors + results, self.inputs + self.outputs))
+        if found != expected or not shapes_ok:
+            raise ArtifactError(
+                f"{source}: its program takes {found[0]} tensors, {found[1]} output buffers and "
+                f"{found[2]} transient buffers, returning {len(results)} tensors, but its metadata "
+                f"describes {expected[0]}, {expected[1]} and {expected[2]}, returning {len(self.outputs)} "
+                "(or other shapes): the metadata was edited or does not belong to this program. "
+                "Recompile it with braze.compile()."
+            )
 
     # -- arguments -----------------------------------------------------------
 
     def _buffer_view(self, value: Any, spec: TensorSpec, name: str, slot: int = -1):
+        if 0 in spec.shape:
+            # Nothing to read: check the argument, pass a view of a one-byte buffer (importing
+            # zero bytes fails on CUDA: "could not import host allocation").
+            self._to_numpy(value, spec, name)
+            return rt.HalBufferView(self._allocate_bytes(0), list(spec.shape), _ELEMENT[spec.dtype])
         if type(value).__module__.startswith("torch"):
             view = self._torch_buffer_view(value, spec, name, slot)
             if view is not None:
@@ -153,9 +194,11 @@ class Program:
         if not isinstance(value, torch.Tensor):
             raise InputError(f"{name}: expected a tensor, got {type(value).__name__}")
         cached = self._imported[slot] if slot >= 0 else None
-        if (cached is not None and cached[0] is value and cached[1] == value.data_ptr()
-                and value.dtype is cached[2] and value.shape == cached[3]):
-            return cached[4]  # device and layout were checked when it was imported
+        if cached is not None and cached[0] is value and cached[1] == _view_key(value):
+            return cached[2]  # device, dtype and layout were checked when it was imported
+        if value.layout is not torch.strided or value.is_nested:
+            raise InputError(f"{name} is a {value.layout} tensor; braze takes dense (strided) tensors: "
+                             "pass x.to_dense()")
         kind = value.device.type
         if kind == "cuda" and self.target.driver != "cuda":
             raise InputError(
@@ -172,7 +215,7 @@ class Program:
         if not same_device or spec.dtype == "bool":
             return None  # the copy path moves it (CPU tensors to a GPU module) or converts it
         t = value.detach() if value.requires_grad else value
-        direct = t.is_contiguous() and t.storage_offset() == 0
+        direct = t.is_contiguous() and t.storage_offset() == 0 and slot not in self.copy_inputs
         if not direct:
             t = t.clone(memory_format=torch.contiguous_format)
         try:
@@ -180,7 +223,7 @@ class Program:
         except Exception:
             return None
         if direct and slot >= 0:
-            self._imported[slot] = (value, value.data_ptr(), value.dtype, value.shape, view)
+            self._imported[slot] = (value, _view_key(value), view)
         return view
 
     def _to_numpy(self, value: Any, spec: TensorSpec, name: str) -> np.ndarray:
@@ -217,10 +260,10 @@ class Program:
         With output storage (braze's ABI: `main(inputs..., out0: !hal.buffer {iree.abi.output = 0}, ...)`)
         `storage` holds one HalBuffer per result, and the results are written into them.
         """
-        specs = self.signature.inputs
+        specs = self.inputs
         if len(values) != len(specs):
             raise InputError(f"expected {len(specs)} tensor inputs, got {len(values)}")
-        outputs = self.signature.outputs
+        outputs = self.outputs
         refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
             refs += storage or [self._allocate(spec) for spec in outputs]
@@ -257,9 +300,9 @@ class Program:
             return self._allocate_bytes(self.transient_bytes)
 
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
-        """Run the program; return numpy arrays on the host."""
+        """Run the program; return numpy arrays on the host (always copies)."""
         views = self.invoke(values, names)
-        return [self._to_host(bv, spec) for bv, spec in zip(views, self.signature.outputs)]
+        return [self._to_host(bv, spec) for bv, spec in zip(views, self.outputs)]
 
     def call_torch(self, values: list, names: list[str]) -> list:
         """Run the program; return torch tensors on the module's device without host copies
@@ -269,22 +312,35 @@ class Program:
 
         index = _cuda_index(values) if self.target.driver == "cuda" else 0
         device = {"local-task": "cpu", "cuda": f"cuda:{index}"}.get(self.target.driver)
-        tensors, storage = [None] * len(self.signature.outputs), None
+        tensors, storage = [None] * len(self.outputs), None
         if self.output_storage:
             storage = []
-            for i, spec in enumerate(self.signature.outputs):
-                tensor, buffer = self._torch_storage(spec, device) if device else (None, None)
+            # A result that is a copy of an input or constant (or of an input updated in place) is
+            # written by a whole-buffer copy, which needs discard-write access that buffers
+            # imported by DLPack lack: such results go to buffers IREE allocates.
+            for i, spec in enumerate(self.outputs):
+                imported = device is not None and not self.copy_inputs and i not in self.copy_outputs
+                tensor, buffer = self._torch_storage(spec, device) if imported else (None, None)
                 tensors[i] = tensor
                 storage.append(buffer if buffer is not None else self._allocate(spec))
         views = self.invoke(values, names, storage)
         outputs = []
-        for tensor, bv, spec in zip(tensors, views, self.signature.outputs):
+        for i, (tensor, bv, spec) in enumerate(zip(tensors, views, self.outputs)):
+            dtype = _torch_dtype(spec.dtype)
+            if tensor is None and 0 in spec.shape:
+                tensor = torch.empty(spec.shape, dtype=dtype, device=device or "cpu")
             if tensor is None and device is not None and spec.dtype != "bool" and bv.byte_length > 0:
                 code = 2 if self.target.driver == "cuda" else 1  # DLPack kDLCUDA / kDLCPU
                 try:
                     tensor = torch.from_dlpack(self.device.create_dlpack_capsule(bv, code, index))
                 except Exception:  # e.g. CUDA pool buffers cannot be exported
                     tensor = None
+                if tensor is not None:
+                    if tensor.dtype is not dtype:
+                        # IREE's element types are signless: a uint8 result arrives as int8.
+                        tensor = tensor.view(dtype)
+                    if i in self.copy_outputs:
+                        tensor = tensor.clone()
             if tensor is None:
                 tensor = torch.from_numpy(self._to_host(bv, spec))
                 if spec.dtype == "bfloat16":
@@ -318,10 +374,15 @@ class Program:
         )
 
     def _to_host(self, bv, spec: TensorSpec) -> np.ndarray:
+        dtype = np.dtype(_NUMPY[spec.dtype])
+        if 0 in spec.shape or bv.byte_length == 0:
+            return np.zeros(spec.shape, dtype)
         if self.target.driver == "local-task":
             return _read(bv, spec)
+        # Whatever numpy dtype the runtime gives the transfer (signless ints, no bfloat16), its
+        # bytes are the result's: reinterpret them with the result's dtype and shape.
         array = rt.DeviceArray(self.device, bv, implicit_host_transfer=True).to_host()
-        return np.array(array.view(_NUMPY[spec.dtype]).reshape(list(bv.shape)), copy=True)
+        return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=dtype).reshape(spec.shape).copy()
 
 
 _TORCH_DTYPES: dict = {}
@@ -337,6 +398,18 @@ def _torch_dtype(name: str):
     return dtype
 
 
+def _dims(tensor_type: str) -> list[int]:
+    """[4, 8] for 'tensor<4x8xf32>', [] for 'tensor<f32>'."""
+    parts = tensor_type[len("tensor<"):-1].split("x")
+    return [int(p) for p in parts[:-1] if p.isdigit()]
+
+
+def _view_key(t) -> tuple:
+    """Everything that decides what memory an import of `t` reads: a tensor changed in place to
+    another view (t.t_(), t.resize_(), set_()) or dtype gets a new import."""
+    return (t.data_ptr(), t.dtype, t.shape, t.stride(), t.storage_offset())
+
+
 def _is_cuda_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and getattr(value, "is_cuda", False)
 
@@ -349,12 +422,9 @@ def _cuda_index(values: list) -> int:
 
 
 def _read(bv, spec: TensorSpec) -> np.ndarray:
-    shape = list(bv.shape)
     dtype = np.dtype(_NUMPY[spec.dtype])
-    if bv.byte_length == 0:
-        return np.zeros(shape, dtype)
     mapped = bv.map()
-    return np.array(mapped.asarray(shape, dtype), copy=True)
+    return np.array(mapped.asarray(list(spec.shape), dtype), copy=True)
 
 
 def _check(name: str, spec: TensorSpec, shape: list[int], dtype: str) -> None:

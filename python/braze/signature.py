@@ -45,6 +45,22 @@ class Signature:
     outputs: list[TensorSpec]
     in_constants: dict[int, Any] = field(default_factory=dict)
     input_names: list[str] = field(default_factory=list)
+    state: list[str] = field(default_factory=list)
+    """Buffers the program reads and writes (mutated buffers), by name: its leading arguments,
+    before the user's tensors; their specs are the first entries of `program_inputs`."""
+    state_specs: list[TensorSpec] = field(default_factory=list)
+    mutations: list[dict] = field(default_factory=list)
+    """What the program's leading outputs are, in order: {"kind": "buffer", "index": i} (the new
+    value of state[i]) or {"kind": "input", "index": i} (of the user's tensor input i); the
+    user's outputs follow."""
+
+    @property
+    def program_inputs(self) -> list[TensorSpec]:
+        return self.state_specs + self.inputs
+
+    @property
+    def user_outputs(self) -> list[TensorSpec]:
+        return self.outputs[len(self.mutations):]
 
     def to_json(self) -> dict:
         return {
@@ -54,18 +70,42 @@ class Signature:
             "outputs": [t.to_json() for t in self.outputs],
             "in_constants": {str(k): v for k, v in self.in_constants.items()},
             "input_names": self.input_names,
+            "state": self.state,
+            "state_specs": [t.to_json() for t in self.state_specs],
+            "mutations": self.mutations,
         }
 
     @classmethod
     def from_json(cls, data: dict) -> "Signature":
-        return cls(
-            in_tree=data["in_tree"],
-            inputs=[TensorSpec(list(t["shape"]), t["dtype"]) for t in data["inputs"]],
-            out_tree=data["out_tree"],
-            outputs=[TensorSpec(list(t["shape"]), t["dtype"]) for t in data["outputs"]],
+        spec = lambda t: TensorSpec([int(d) for d in t["shape"]], str(t["dtype"]))  # noqa: E731
+        signature = cls(
+            in_tree=dict(data["in_tree"]),
+            inputs=[spec(t) for t in data["inputs"]],
+            out_tree=dict(data["out_tree"]),
+            outputs=[spec(t) for t in data["outputs"]],
             in_constants={int(k): v for k, v in data.get("in_constants", {}).items()},
-            input_names=list(data.get("input_names", [])),
+            input_names=[str(n) for n in data.get("input_names", [])],
+            state=[str(n) for n in data.get("state", [])],
+            state_specs=[spec(t) for t in data.get("state_specs", [])],
+            mutations=[{"kind": str(m["kind"]), "index": int(m["index"])} for m in data.get("mutations", [])],
         )
+        signature.validate()
+        return signature
+
+    def validate(self) -> None:
+        """ValueError when the parts do not fit together (a damaged artifact)."""
+        if any(t.dtype not in DTYPES or any(d < 0 for d in t.shape)
+               for t in self.inputs + self.outputs + self.state_specs):
+            raise ValueError("a tensor spec has an unknown dtype or a negative dimension")
+        if len(self.state) != len(self.state_specs) or len(self.mutations) > len(self.outputs):
+            raise ValueError("state or mutations do not match the program's inputs and outputs")
+        for m in self.mutations:
+            limit = len(self.state) if m["kind"] == "buffer" else len(self.inputs) if m["kind"] == "input" else -1
+            if not 0 <= m["index"] < limit:
+                raise ValueError(f"mutation {m} names no {m['kind']}")
+        leaves = _count_leaves(self.out_tree)
+        if leaves != len(self.user_outputs):
+            raise ValueError(f"the output structure has {leaves} leaves for {len(self.user_outputs)} outputs")
 
     def flatten_call(self, args: tuple, kwargs: dict) -> list:
         """The tensor leaves of a call, in program order; InputError on a structure mismatch."""
@@ -130,6 +170,17 @@ def _flatten(tree: dict, value: Any, path: str, leaves: list, paths: list) -> No
         raise InputError(f"unsupported input structure '{kind}' at {path}")
 
 
+def _count_leaves(tree: dict) -> int:
+    kind = tree.get("t") if isinstance(tree, dict) else None
+    if kind == "leaf":
+        return 1
+    if kind == "none":
+        return 0
+    if kind in ("tuple", "list", "dict"):
+        return sum(_count_leaves(c) for c in tree.get("c", []))
+    raise ValueError(f"unknown output structure node {tree!r}")
+
+
 def _unflatten(tree: dict, it) -> Any:
     kind = tree["t"]
     if kind == "leaf":
@@ -186,24 +237,33 @@ def dtype_name(dtype) -> str:
     return name
 
 
-def signature_from_export(exported, args: tuple, kwargs: dict) -> Signature:
+def signature_from_export(exported, args: tuple, kwargs: dict, state: list = ()) -> Signature:
+    """The call signature of an exported (and decomposed) program; `state` is the mutated
+    buffers frontend.prepare_state made leading arguments, [(name, tensor, placeholder)]."""
     import torch
+    from torch.export.graph_signature import InputKind, OutputKind
     from torch.utils import _pytree as pytree
 
     in_tree = _tree_from_spec(exported.call_spec.in_spec)
     leaves: list = []
     paths: list[str] = []
     _flatten(in_tree, (tuple(args), dict(kwargs)), "", leaves, paths)
-    inputs, constants, names = [], {}, []
+    inputs, constants, names, tensor_index = [], {}, [], {}
     for i, (leaf, path) in enumerate(zip(leaves, paths)):
         if isinstance(leaf, torch.Tensor):
+            tensor_index[i] = len(inputs)
             inputs.append(TensorSpec(list(leaf.shape), dtype_name(leaf.dtype)))
             names.append(describe_path(path))
         else:
             constants[i] = leaf
+    sig = exported.graph_signature
+    state_names = [name for name, _, _ in state]
+    placeholders = {placeholder for _, _, placeholder in state}
+    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT and s.arg.name not in placeholders]
+    leaf_of_input = {s.arg.name: i for i, s in enumerate(user_specs)}
     out_node = next(n for n in exported.graph.nodes if n.op == "output")
-    outputs = []
-    for v in pytree.tree_leaves(out_node.args[0]):
+    outputs, mutations = [], []
+    for v, spec in zip(pytree.tree_leaves(out_node.args[0]), sig.output_specs):
         val = getattr(v, "meta", {}).get("val") if hasattr(v, "meta") else None
         if val is None or not isinstance(val, torch.Tensor):
             raise InputError(
@@ -211,4 +271,12 @@ def signature_from_export(exported, args: tuple, kwargs: dict) -> Signature:
                 f"an output is {type(val).__name__ if val is not None else repr(v)}"
             )
         outputs.append(TensorSpec(list(val.shape), dtype_name(val.dtype)))
-    return Signature(in_tree, inputs, _tree_from_spec(exported.call_spec.out_spec), outputs, constants, names)
+        if spec.kind != OutputKind.USER_OUTPUT and len(outputs) - 1 != len(mutations):
+            raise InputError("torch.export listed a mutation after the model's outputs; braze expects them first")
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            mutations.append({"kind": "buffer", "index": state_names.index(spec.target)})
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            mutations.append({"kind": "input", "index": tensor_index[leaf_of_input[spec.target]]})
+    state_specs = [TensorSpec(list(t.shape), dtype_name(t.dtype)) for _, t, _ in state]
+    return Signature(in_tree, inputs, _tree_from_spec(exported.call_spec.out_spec), outputs, constants, names,
+                     state_names, state_specs, mutations)

@@ -215,7 +215,8 @@ def test_output_storage_abi(output_storage, tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Sigmoid()).eval()
     x = torch.randn(4, 6)
     compiled = braze.compile(model, x, output_storage=output_storage)
-    assert compiled.abi == {"output_storage": output_storage, "transient_storage": True}
+    assert compiled.abi == {"output_storage": output_storage, "transient_storage": True,
+                            "copy_inputs": [], "copy_outputs": []}
     compiled.save(tmp_path / "m.braze")
     loaded = braze.load(tmp_path / "m.braze")
     x2 = torch.randn(4, 6)
@@ -287,7 +288,7 @@ def test_artifact_without_transient_key_loads(tmp_path):
 
     _rewrite(path, meta_fn=old_meta)
     loaded = braze.load(path)
-    assert loaded.abi == {"output_storage": False, "transient_storage": False}
+    assert loaded.abi == {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": []}
     x = torch.randn(4, 6)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
@@ -342,5 +343,5 @@ def test_artifact_claiming_transient_storage_it_lacks(tmp_path):
         return meta
 
     _rewrite(path, meta_fn=claim)
-    with pytest.raises(braze.ArtifactError, match="declares no constant size"):
+    with pytest.raises(braze.ArtifactError, match="its program takes 1 tensors, 0 output buffers and 0 transient"):
         braze.load(path)
