@@ -1,5 +1,6 @@
-"""Where a program's results may share memory with its arguments or constants, so that the
-runtime copies exactly those and nothing the user owns is changed or aliased.
+"""Facts about a lowered program's calling convention: where its results may share memory with
+its arguments or constants, so that the runtime copies exactly those and nothing the user owns
+is changed or aliased; and checks it would fail on every call.
 
 Two hazards, both seen with IREE 3.13 and zero-copy (DLPack) arguments:
 - An argument used as a destination (`tensor.insert_slice ... into %arg`, a linalg op's
@@ -67,3 +68,15 @@ def hazards(module_op: ir.Operation, function: str = "main") -> tuple[frozenset,
         if root in args or (owner is not None and owner.name == "arith.constant"):
             aliased.add(i)
     return frozenset(written), frozenset(aliased)
+
+
+def failing_asserts(module_op: ir.Operation) -> list[tuple[str, str]]:
+    """(message, location) of each `cf.assert` whose condition is the constant false: a check
+    torch-mlir emitted for a case it does not support, which would fail at every call."""
+    found = []
+    for op in all_ops(module_op, "cf.assert"):
+        condition = op.operands[0]
+        owner = condition.owner if isinstance(condition, ir.OpResult) else None
+        if owner is not None and owner.name == "arith.constant" and str(owner.attributes["value"]) == "false":
+            found.append((ir.StringAttr(op.attributes["msg"]).value, str(op.location)))
+    return found

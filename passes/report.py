@@ -124,8 +124,12 @@ def _short_path(path: str) -> str:
 
 
 def _loc(op: ir.Operation) -> str:
-    """A readable source location: 'file:line', a call site as 'caller:line > callee:line'."""
-    text = str(op.location)
+    return short_location(str(op.location))
+
+
+def short_location(text: str) -> str:
+    """A readable source location from a printed MLIR location: 'file:line', a call site as
+    'caller:line > callee:line' (site-packages and the working directory stripped)."""
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
     parts = []

@@ -374,4 +374,15 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.unfused = data.get("unfused", [])
             report.fusion_text = fusion_report.summary_text()
         written, aliased = abi.hazards(module_op)
+        failing = abi.failing_asserts(module_op)
+    if failing:
+        from .errors import UnsupportedOpError
+        from braze.passes.report import short_location
+
+        message, where = failing[0]
+        raise UnsupportedOpError(
+            f"{type(model).__name__} cannot run: torch-mlir lowered an op at {short_location(where)} to a "
+            f"check that fails on every call ('{message}'), for a case its lowering does not support "
+            "(e.g. adaptive pooling whose input size the output size does not divide). Change that op's "
+            "sizes or replace it; the raw torch-mlir + IREE toolchain fails the same way, at run time.")
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased)

@@ -9,13 +9,16 @@ aten op, the FX node and the user's source line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
+from .fxfix import fix_integer_division
 from .signature import Signature, signature_from_export
 
 try:
@@ -62,12 +65,24 @@ def _model_name(model) -> str:
     return type(model).__name__
 
 
+_EXPORT_LOCK = threading.RLock()
+"""torch.export and its decompositions trace with process-wide modes (`ProxyTorchDispatchMode`):
+two threads compiling at once collide ("slot already occupied"), so they take turns."""
+
+
 @contextlib.contextmanager
 def _quiet_torch():
-    """Hide torch's own pytree deprecation warnings raised inside torch.export (nothing a user can act on)."""
-    with warnings.catch_warnings():
+    """Hold the export lock; hide torch's own pytree deprecation warnings and symbolic-shape log
+    lines raised inside torch.export (nothing a user can act on)."""
+    shapes_log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    level = shapes_log.level
+    with _EXPORT_LOCK, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        yield
+        shapes_log.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            shapes_log.setLevel(level)
 
 
 def export(model, args: tuple, kwargs: dict):
@@ -79,7 +94,14 @@ def export(model, args: tuple, kwargs: dict):
         )
     try:
         with _quiet_torch():
-            return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+            try:
+                return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+            except Exception as e:
+                if "DataDependent" not in type(e).__name__:
+                    raise
+            # int(t), float(t) or t.item() used as a Python number: non-strict tracing must guard
+            # on its value; Dynamo's strict capture keeps it symbolic.
+            return torch.export.export(model, tuple(args), dict(kwargs), strict=True)
     except Exception as e:  # torch.export raises many types; all mean "cannot capture"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExportError(
@@ -133,15 +155,20 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedM
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
     with _quiet_torch():
         exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
+    fix_integer_division(exported.graph_module)
     state = prepare_state(exported, model)
-    signature = signature_from_export(exported, args, kwargs, state)
+    scalars = prepare_outputs(exported, model)
+    signature = signature_from_export(exported, args, kwargs, state, scalars)
     times["export"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     context = new_context()
     torch_dialect.register_dialect(context)
     importer = FxImporter(context=context)
-    importer.import_frozen_program(exported, func_name="main")
+    try:
+        importer.import_frozen_program(exported, func_name="main")
+    except Exception as e:  # torch-mlir's importer raises plain Python errors on what it cannot import
+        raise _importer_error(e, model) from None
     module = importer.module
     try:
         _run_lowering(module, context, TORCH_TO_BACKEND_KEEP_SDPA if keep_sdpa else TORCH_TO_BACKEND, exported, model)
@@ -193,10 +220,92 @@ def prepare_state(exported, model) -> list:
     return state
 
 
+SCALAR_DTYPES = {"int": torch.int64, "float": torch.float64, "bool": torch.bool}
+
+
+def prepare_outputs(exported, model) -> dict:
+    """Make every program output a tensor; return what the user's outputs that are not tensors
+    are: {user output leaf index: ("const", value) | ("int" | "float" | "bool", None)}.
+
+    A Python number the model returns is either a constant (`3`, `x.shape[0]` for a static
+    shape: kept in the signature, not computed) or symbolic (`int(x.max())`, `t.item()`: the
+    program returns it as a 0-d tensor, and the call hands back a Python number again)."""
+    from torch.export.graph_signature import TensorArgument
+
+    graph = exported.graph
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    specs = exported.graph_signature.output_specs
+    leaves = list(out_node.args[0])
+    first_user = len(specs) - sum(1 for s in specs if s.kind.name == "USER_OUTPUT")
+    kept, kept_specs, scalars = [], [], {}
+    for position, (leaf, spec) in enumerate(zip(leaves, specs)):
+        user_index = position - first_user
+        if not isinstance(leaf, torch.fx.Node):
+            if not isinstance(leaf, (int, float, bool, str, type(None))):
+                raise UnsupportedOpError(f"{_model_name(model)} returns a {type(leaf).__name__}; braze returns "
+                                         "tensors, numbers, strings and None (in tuples, lists or dicts)")
+            scalars[user_index] = ("const", leaf)
+            continue
+        val = leaf.meta.get("val")
+        kind = {torch.SymInt: "int", torch.SymFloat: "float", torch.SymBool: "bool",
+                int: "int", float: "float", bool: "bool"}.get(type(val))
+        if kind is not None:
+            with graph.inserting_before(out_node):
+                leaf = graph.call_function(torch.ops.aten.scalar_tensor.default, (leaf,),
+                                           {"dtype": SCALAR_DTYPES[kind]})
+            leaf.meta["val"] = _fake_scalar(graph, SCALAR_DTYPES[kind])
+            spec = type(spec)(spec.kind, TensorArgument(leaf.name), spec.target)
+            scalars[user_index] = (kind, None)
+        kept.append(leaf)
+        kept_specs.append(spec)
+    if scalars:
+        out_node.args = (tuple(kept),)
+        specs[:] = kept_specs
+        graph.lint()
+        exported.graph_module.recompile()
+    return scalars
+
+
+def _fake_scalar(graph, dtype):
+    """A 0-d fake tensor of `dtype` from the graph's own fake mode (torch-mlir types nodes by it)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, FakeTensor):
+            with val.fake_mode:
+                return torch.empty((), dtype=dtype)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        return torch.empty((), dtype=dtype)
+
+
 def _state_tensor(exported, name: str):
     if name in exported.state_dict:
         return exported.state_dict[name]
     return exported.constants[name]
+
+
+def _importer_error(error: Exception, model) -> UnsupportedOpError:
+    """An UnsupportedOpError naming the FX node torch-mlir's importer failed on, and its source line."""
+    node = None
+    tb = error.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("node")
+        if isinstance(candidate, torch.fx.Node):
+            node = candidate
+        tb = tb.tb_next
+    where = ""
+    if node is not None:
+        target = getattr(node.target, "__name__", str(node.target))
+        where = f" at FX node '{node.name}' ({target}, {_last_frame(node.meta.get('stack_trace')) or 'unknown source'})"
+    text = " ".join(str(error).split()) or type(error).__name__
+    return UnsupportedOpError(
+        f"torch-mlir's FX importer cannot import {_model_name(model)}{where}: {type(error).__name__}: {text}. "
+        "This is a limitation of torch-mlir (a complex Python scalar, an unusual argument); rewrite that "
+        "expression (e.g. as a tensor constant), or report it upstream at llvm/torch-mlir."
+    )
 
 
 def _drop_baked_arguments(module, context, model) -> None:

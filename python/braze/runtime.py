@@ -28,6 +28,7 @@ _NUMPY = {
     "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
     "uint8": np.uint8, "bool": np.bool_,
     "bfloat16": np.uint16,  # numpy has no bfloat16: its bits travel as uint16
+    "complex64": np.complex64, "complex128": np.complex128,
 }
 _ELEMENT = {
     "float32": rt.HalElementType.FLOAT_32, "float16": rt.HalElementType.FLOAT_16,
@@ -35,6 +36,7 @@ _ELEMENT = {
     "int64": rt.HalElementType.SINT_64, "int32": rt.HalElementType.SINT_32,
     "int16": rt.HalElementType.SINT_16, "int8": rt.HalElementType.SINT_8,
     "uint8": rt.HalElementType.UINT_8, "bool": rt.HalElementType.BOOL_8,
+    "complex64": rt.HalElementType.COMPLEX_64, "complex128": rt.HalElementType.COMPLEX_128,
 }
 
 _INSTANCE = None

@@ -13,7 +13,8 @@ from typing import Any
 
 from .errors import InputError
 
-DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128")
 """Tensor dtypes braze can pass to and from IREE, by torch's name without 'torch.'."""
 
 
@@ -53,6 +54,10 @@ class Signature:
     """What the program's leading outputs are, in order: {"kind": "buffer", "index": i} (the new
     value of state[i]) or {"kind": "input", "index": i} (of the user's tensor input i); the
     user's outputs follow."""
+    out_scalars: dict[int, list] = field(default_factory=dict)
+    """User output leaves that are not tensors: leaf index -> ["const", value] (returned as is,
+    not computed) or ["int" | "float" | "bool", None] (a 0-d program output turned back into a
+    Python number)."""
 
     @property
     def program_inputs(self) -> list[TensorSpec]:
@@ -73,6 +78,7 @@ class Signature:
             "state": self.state,
             "state_specs": [t.to_json() for t in self.state_specs],
             "mutations": self.mutations,
+            "out_scalars": {str(k): list(v) for k, v in self.out_scalars.items()},
         }
 
     @classmethod
@@ -88,6 +94,7 @@ class Signature:
             state=[str(n) for n in data.get("state", [])],
             state_specs=[spec(t) for t in data.get("state_specs", [])],
             mutations=[{"kind": str(m["kind"]), "index": int(m["index"])} for m in data.get("mutations", [])],
+            out_scalars={int(k): [str(v[0]), v[1]] for k, v in data.get("out_scalars", {}).items()},
         )
         signature.validate()
         return signature
@@ -104,7 +111,9 @@ class Signature:
             if not 0 <= m["index"] < limit:
                 raise ValueError(f"mutation {m} names no {m['kind']}")
         leaves = _count_leaves(self.out_tree)
-        if leaves != len(self.user_outputs):
+        computed = leaves - sum(1 for kind, _ in self.out_scalars.values() if kind == "const")
+        if computed != len(self.user_outputs) or any(k not in ("const", "int", "float", "bool")
+                                                     for k, _ in self.out_scalars.values()):
             raise ValueError(f"the output structure has {leaves} leaves for {len(self.user_outputs)} outputs")
 
     def flatten_call(self, args: tuple, kwargs: dict) -> list:
@@ -137,9 +146,21 @@ class Signature:
         return [f"[0][{i}]" for i in range(len(args_tree["c"]))] if plain else None
 
     def unflatten_outputs(self, values: list) -> Any:
-        it = iter(values)
-        result = _unflatten(self.out_tree, it)
-        return result
+        if self.out_scalars:
+            values = list(values)
+            leaves, it = [], iter(values)
+            for i in range(_count_leaves(self.out_tree)):
+                kind, constant = self.out_scalars.get(i, ("tensor", None))
+                if kind == "const":
+                    leaves.append(constant)
+                elif kind == "tensor":
+                    leaves.append(next(it))
+                else:
+                    value = next(it)
+                    number = value.item() if hasattr(value, "item") else value
+                    leaves.append({"int": int, "float": float, "bool": bool}[kind](number))
+            values = leaves
+        return _unflatten(self.out_tree, iter(values))
 
 
 def _flatten(tree: dict, value: Any, path: str, leaves: list, paths: list) -> None:
@@ -237,7 +258,7 @@ def dtype_name(dtype) -> str:
     return name
 
 
-def signature_from_export(exported, args: tuple, kwargs: dict, state: list = ()) -> Signature:
+def signature_from_export(exported, args: tuple, kwargs: dict, state: list = (), scalars: dict | None = None) -> Signature:
     """The call signature of an exported (and decomposed) program; `state` is the mutated
     buffers frontend.prepare_state made leading arguments, [(name, tensor, placeholder)]."""
     import torch
@@ -278,5 +299,6 @@ def signature_from_export(exported, args: tuple, kwargs: dict, state: list = ())
         elif spec.kind == OutputKind.USER_INPUT_MUTATION:
             mutations.append({"kind": "input", "index": tensor_index[leaf_of_input[spec.target]]})
     state_specs = [TensorSpec(list(t.shape), dtype_name(t.dtype)) for _, t, _ in state]
+    out_scalars = {i: [kind, value] for i, (kind, value) in (scalars or {}).items()}
     return Signature(in_tree, inputs, _tree_from_spec(exported.call_spec.out_spec), outputs, constants, names,
-                     state_names, state_specs, mutations)
+                     state_names, state_specs, mutations, out_scalars)

@@ -1,0 +1,93 @@
+"""Rewrites of the exported (decomposed) FX graph for ops torch-mlir lowers wrongly or not at
+all, so that braze compiles them where the raw torch-mlir + IREE toolchain crashes or fails.
+
+    8-bit integer division and remainder     q = x // 3 on int8/uint8: torch-mlir's lowering
+                                             segfaults (by a number) or fails (by a tensor)
+      ->  q = (x.to(int32) // 3).to(int8)    the same values: |x // y| <= |x|, |x % y| < |y|
+    integer fmod                             fails to lower for every integer dtype
+      ->  x - trunc_div(x, y) * y            in int32 for 8-bit inputs, as above
+
+Each rewrite keeps the FX node's meaning exactly (integer arithmetic, no rounding), and gives
+every new node the fake-tensor value torch-mlir's importer types it by.
+"""
+
+from __future__ import annotations
+
+import torch
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+_NARROW = (torch.int8, torch.uint8)
+_DIVISIONS = {aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default, aten.remainder.Scalar,
+              aten.remainder.Tensor, aten.remainder.Scalar_Tensor}
+_FMODS = {aten.fmod.Scalar, aten.fmod.Tensor}
+
+
+def _val(arg):
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+
+
+def _fake_mode(graph):
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, FakeTensor):
+            return val.fake_mode
+    return None
+
+
+def _call(graph, mode, target, args, kwargs=None):
+    """A new node calling `target`, with its fake value computed from its arguments' values."""
+    kwargs = kwargs or {}
+    node = graph.call_function(target, tuple(args), kwargs)
+    with mode:
+        node.meta["val"] = target(*[_val(a) for a in args], **{k: _val(v) for k, v in kwargs.items()})
+    return node
+
+
+def _widen(graph, mode, arg):
+    if isinstance(arg, torch.fx.Node) and getattr(_val(arg), "dtype", None) in _NARROW:
+        return _call(graph, mode, prims.convert_element_type.default, (arg, torch.int32))
+    return arg
+
+
+def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
+    """Rewrite 8-bit integer division/remainder in int32 and integer fmod as a truncating
+    division; returns how many nodes were rewritten."""
+    graph = graph_module.graph
+    mode = _fake_mode(graph)
+    if mode is None:
+        return 0
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _DIVISIONS | _FMODS:
+            continue
+        result = _val(node)
+        if not isinstance(result, torch.Tensor) or result.dtype.is_floating_point or result.dtype.is_complex \
+                or result.dtype == torch.bool:
+            continue
+        narrow = result.dtype in _NARROW
+        if node.target in _DIVISIONS and not narrow:
+            continue
+        with graph.inserting_before(node):
+            args = [_widen(graph, mode, a) for a in node.args] if narrow else list(node.args)
+            if node.target in _FMODS:
+                x, y = args
+                quotient = _call(graph, mode, aten.div.Tensor_mode if isinstance(y, torch.fx.Node) else
+                                 aten.div.Scalar_mode, (x, y), {"rounding_mode": "trunc"})
+                product = _call(graph, mode, aten.mul.Tensor, (quotient, y))
+                new = _call(graph, mode, aten.sub.Tensor, (x, product))
+            else:
+                new = _call(graph, mode, node.target, args, dict(node.kwargs))
+            if _val(new).dtype != result.dtype:
+                new = _call(graph, mode, prims.convert_element_type.default, (new, result.dtype))
+        new.meta = {**node.meta, "val": new.meta["val"]}
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        graph_module.recompile()
+    return count
