@@ -103,6 +103,10 @@ def _slots_ok(op: ir.Operation, what: str, name: str, count: int, per: str) -> b
 def _verify_group(self) -> bool:
     op = self.operation
     loc = op.location
+    for name in ("kind", "label"):
+        if name not in op.attributes or not isinstance(op.attributes[name], ir.StringAttr):
+            loc.emit_error(f"'fusion.group' requires a string attribute '{name}'")
+            return False
     kind = ir.StringAttr(op.attributes["kind"]).value
     if kind not in KINDS:
         loc.emit_error(f"'fusion.group' kind \"{kind}\" is not one of {', '.join(KINDS)}")

@@ -123,6 +123,7 @@ def _main(args: argparse.Namespace) -> int:
 
     pipeline = _pipeline_text(args)
     _validate_pipeline(pipeline)
+    _validate_pass_names(args)
     source, buffer_name = _read_input(args.input)
 
     chunks = _split(source) if args.split_input_file else [(1, source)]
@@ -187,6 +188,27 @@ def _validate_pipeline(pipeline: str) -> None:
     # MLIR reports a bad upstream option on its own stderr; fold it into the one message.
     detail = " ".join(native.getvalue().split())
     raise type(error)(f"{error} ({detail})" if detail else str(error)) from None
+
+
+def _validate_pass_names(args: argparse.Namespace) -> None:
+    """--mlir-print-ir-before/after name passes that exist (as mlir-opt insists), braze's or upstream's."""
+    from braze._mlir import passmanager
+    from braze.dialects.fusion import new_context
+    from braze.passes.registry import PASSES
+
+    for flag, values in (("--mlir-print-ir-before", args.mlir_print_ir_before),
+                         ("--mlir-print-ir-after", args.mlir_print_ir_after)):
+        for name in sorted(_pass_names(values)):
+            if name in PASSES:
+                continue
+            with new_context(), _captured_stderr(True):
+                try:
+                    passmanager.PassManager.parse(f"builtin.module({name})")
+                    continue
+                except ValueError:
+                    pass
+            raise BrazeError(f"{flag}={name}: no pass is called '{name}' (braze-opt --list-passes lists "
+                             "braze's; upstream names are MLIR pass arguments such as cse or canonicalize)")
 
 
 def _read_input(path: str) -> tuple[str, str]:

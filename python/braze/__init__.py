@@ -12,6 +12,7 @@ from .errors import (
     ArtifactError,
     ArtifactExistsError,
     BrazeError,
+    BrazeWarning,
     CompileError,
     DependencyError,
     DeviceError,
@@ -25,7 +26,7 @@ from .errors import (
 from .targets import available_devices
 
 __all__ = [
-    "ArtifactError", "ArtifactExistsError", "BrazeError", "CompileError", "CompiledModule", "DependencyError",
+    "ArtifactError", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError",
     "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
     "__version__", "available_devices", "compile", "load",
 ]

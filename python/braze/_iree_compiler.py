@@ -46,6 +46,32 @@ class CompiledVmfb:
     executable_count: int | None
 
 
+_PROBED: dict[tuple, str | None] = {}
+
+
+def probe_flags(flags: list[str]) -> str | None:
+    """Compile an empty function with `flags` in a child process: None when IREE accepts them,
+    else what it printed. For flags that make LLVM abort the process instead of failing (an
+    unknown `--iree-llvmcpu-target-cpu`), which must never run in the user's process first."""
+    key = tuple(flags)
+    if key not in _PROBED:
+        import subprocess
+
+        from iree.compiler.tools import binaries
+
+        source = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }"
+        with tempfile.TemporaryDirectory(prefix="braze-probe-") as tmp:
+            path = os.path.join(tmp, "probe.mlir")
+            with open(path, "w") as f:
+                f.write(source)
+            done = subprocess.run([binaries.find_tool("iree-compile"), *flags, path, "-o", os.devnull],
+                                  capture_output=True, text=True, timeout=120)
+        text = (done.stderr + done.stdout).strip()
+        _PROBED[key] = None if done.returncode == 0 and "not a recognized" not in text else text or \
+            f"iree-compile exited with status {done.returncode}"
+    return _PROBED[key]
+
+
 def module_text(source: bytes, *, module_hook=None) -> str:
     """The module as IREE's bindings parse it, after `module_hook`, as text (no compilation)."""
     session = Session()

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from braze.passes.gpu.configs import CONFIG_ATTRS, KernelConfig, MatmulConfig, parse_config
 
-from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text
+from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text, probe_flags
+from .errors import DeviceError
 from .irutil import all_ops
 from .targets import Target
 
@@ -210,6 +211,13 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
                        what: str = "the module") -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
     flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
+    if target.device == "cpu" and target.arch not in ("host", "generic"):
+        problem = probe_flags(target.compiler_flags())
+        if problem is not None:
+            first = problem.splitlines()[0]
+            raise DeviceError(f"target={target.arch!r} is not a CPU IREE's LLVM knows for this machine's "
+                              f"architecture ({first}); use 'host', 'generic' or an LLVM CPU name such as "
+                              "'znver3', 'skylake-avx512' or 'x86-64-v3'")
     return compile_module(source, flags, module_hook=hook, what=what)
 
 

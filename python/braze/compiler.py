@@ -13,11 +13,12 @@ import json
 import os
 import platform
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from . import artifact
-from .errors import ArtifactError, DependencyError, DeviceError, InputError
+from .errors import ArtifactError, BrazeWarning, DependencyError, DeviceError, InputError
 from .report import Report
 from .signature import Signature
 from .targets import Target, resolve
@@ -56,6 +57,7 @@ class CompiledModule:
         self._program = None
         self._names = None
         self._state_names = [f"buffer '{n}'" for n in signature.state]
+        self._warned_grad = False
 
     @property
     def program(self):
@@ -80,6 +82,11 @@ class CompiledModule:
     def __call__(self, *args, **kwargs) -> Any:
         flat = self.signature.flatten_call(args, kwargs)
         values = [v for v, _ in flat]
+        if not self._warned_grad and any(getattr(v, "requires_grad", False) for v in values):
+            self._warned_grad = True
+            warnings.warn(f"{self!r}: an input requires grad, but braze computes no gradients: its outputs "
+                          "are not part of the autograd graph. Call it under torch.no_grad() or pass "
+                          "x.detach() to say so.", BrazeWarning, stacklevel=2)
         if self._names is None:  # argument names depend only on the signature's structure
             from .signature import describe_path
 
@@ -285,6 +292,11 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
+    if getattr(model, "training", False):
+        warnings.warn(
+            f"braze.compile: {type(model).__name__} is in training mode: forward() is compiled as it runs now "
+            "(batch statistics, dropout), and the compiled module computes no gradients. For inference, "
+            "call model.eval() first.", BrazeWarning, stacklevel=2)
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention)
     tgt, report = lowered.target, lowered.report

@@ -53,3 +53,8 @@ class ArtifactError(BrazeError):
 class ArtifactExistsError(ArtifactError, FileExistsError):
     """save() found something at its path and was not told to overwrite it (or may never
     replace it: a directory, device, FIFO or symlink)."""
+
+
+class BrazeWarning(UserWarning):
+    """Something braze did that a user may not expect (a model compiled in training mode,
+    inputs that require grad)."""

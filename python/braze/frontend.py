@@ -92,6 +92,7 @@ def export(model, args: tuple, kwargs: dict):
             f"braze.compile expects a torch.nn.Module, got {type(model).__name__}. "
             "Wrap a function in a Module whose forward calls it."
         )
+    args, kwargs = _distinct_examples(args, kwargs)
     try:
         with _quiet_torch():
             try:
@@ -110,6 +111,28 @@ def export(model, args: tuple, kwargs: dict):
             "forward() free of data-dependent Python control flow and pass tensors (or nested "
             "tuples/lists/dicts of tensors) as example inputs."
         ) from e
+
+
+def _distinct_examples(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The example inputs with every tensor that shares memory with an earlier one cloned.
+
+    torch.export traces aliased example inputs as one input: `f(x, x)` exports a program that
+    reads only its second argument, which would ignore the first at every later call with two
+    different tensors. The examples only give shapes and dtypes, so copies trace the same."""
+    from torch.utils._pytree import tree_map
+
+    seen: set = set()
+
+    def distinct(value):
+        if not isinstance(value, torch.Tensor) or value.layout is not torch.strided:
+            return value
+        key = value.untyped_storage().data_ptr() if value.untyped_storage().nbytes() else id(value)
+        if key in seen:
+            return value.clone()
+        seen.add(key)
+        return value
+
+    return tree_map(distinct, (tuple(args), dict(kwargs)))
 
 
 def import_model(model, args: tuple = (), kwargs: dict | None = None,

@@ -94,3 +94,27 @@ func.func @no_segments(%a: tensor<4xf32>, %m: tensor<4xi1>) -> tensor<4xf32> {
   }) {kind = "elementwise", label = "group0"} : (tensor<4xf32>, tensor<4xi1>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
+
+// -----
+
+// A group without its kind (or label) gets a diagnostic naming the attribute, not a crash.
+func.func @no_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fusion.group' requires a string attribute 'kind'}}
+  %g = "fusion.group"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+
+// -----
+
+// A kind that is not a string is rejected the same way.
+func.func @kind_not_a_string(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fusion.group' requires a string attribute 'kind'}}
+  %g = "fusion.group"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    "fusion.yield"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+  }) {kind = 3 : i32, label = "group0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}

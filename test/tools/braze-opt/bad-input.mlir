@@ -8,6 +8,7 @@
 // RUN: not braze-opt %s -p 'fusion-form-groups{flop-cost-bytes=nan}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=NAN
 // RUN: not braze-opt %s -p 'fusion-pad-matmuls{target=nosuch}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=TARGET
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{target=sm_99}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPETARGET
+// RUN: not braze-opt %s -p cse --mlir-print-ir-after=nosuchpass 2>&1 | %no-traceback | FileCheck %s --check-prefix=PRINTAFTER
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{nosuch=1}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPEOPTION
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', '--no-such-flag'], stderr=subprocess.DEVNULL))" | FileCheck %s --check-prefix=USAGE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', sys.argv[1]], stderr=subprocess.DEVNULL))" %s | FileCheck %s --check-prefix=EXIT1
@@ -30,6 +31,8 @@
 // A pipeline's options are checked like a pass's.
 // PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
 // PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: target, tuning-cache)
+// Printing after a pass that does not exist is an error, as in mlir-opt.
+// PRINTAFTER: braze-opt: error: --mlir-print-ir-after=nosuchpass: no pass is called 'nosuchpass'
 // A usage error exits 2 (argparse); a bad input exits 1.
 // USAGE: exit 2
 // EXIT1: exit 1
