@@ -20,8 +20,6 @@ def _check_result(result, contenders=bench.CONTENDERS):
     assert set(row["contenders"]) == set(contenders)
     for name, c in row["contenders"].items():
         assert set(bench.METRICS) <= set(c), name
-        if name == "braze" and c["status"] != "ok":
-            continue  # the fusion passes are still being finished; the harness records why
         assert c["status"] == "ok", (name, c["error"])
         assert set(c["latency_ms"]) == set(bench.LATENCY_KEYS)
         assert 0 < c["latency_ms"]["min"] <= c["latency_ms"]["median"] <= c["latency_ms"]["max"]
@@ -33,9 +31,7 @@ def _check_result(result, contenders=bench.CONTENDERS):
         assert c["compile_seconds"] is not None
     assert row["contenders"]["eager"]["kernels"] == 6  # mul, add, relu, sigmoid, mul, sub
     for name in ("iree", "braze"):
-        c = row["contenders"][name]
-        if c["status"] == "ok":
-            assert set(c["compile_stages"]) >= {"export", "import", "iree_compile"}
+        assert set(row["contenders"][name]["compile_stages"]) >= {"export", "import", "iree_compile"}
 
 
 @pytest.mark.slow
