@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from braze._mlir import ir, linalg, tensor
+from braze._mlir import arith, ir, linalg, tensor
 
 from braze.dialects.fusion import UNFUSED_ATTR
 from braze.irutil import all_ops, op_id, remap_operands
@@ -203,6 +203,7 @@ def lower_group(group: ir.Operation) -> ir.Operation | None:
             for r, v in zip(ew.op.results, body[-1].operands):
                 scalars[r] = mapping[v] if v in mapping else outer(v)
         linalg.YieldOp([scalars[o[0]] for o in outputs if o is not None])
+    round_bfloat16_round_trips(fblock)
 
     k = 0
     for r, v, o in zip(group.results, results, outputs):
@@ -213,6 +214,44 @@ def lower_group(group: ir.Operation) -> ir.Operation | None:
             k += 1
     group.erase()
     return fused.operation
+
+
+def round_bfloat16_round_trips(block: ir.Block) -> int:
+    """Spell each `extf(truncf(x))` f32 -> bf16 -> f32 of a fused body as integer rounding.
+
+    Inside one kernel IREE 3.13 folds the pair to `x` (measured: a fused x.bfloat16().float()
+    returned x unrounded), but eager rounds there, on every bf16 op's result. The same rounding,
+    to nearest even, in integer ops IREE cannot fold away (NaN stays a quiet NaN; overflow
+    rounds to infinity, as the cast does):
+
+        bits = bitcast(x); r = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000
+        result = isnan(x) ? x : bitcast(r)
+
+    Returns how many pairs were rewritten; the truncf stays for any other user."""
+    f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+    i32 = ir.IntegerType.get_signless(32)
+    count = 0
+    for op in list(block.operations):
+        op = op.operation
+        if op.name != "arith.extf" or op.results[0].type != f32:
+            continue
+        source = op.operands[0]
+        trunc = source.owner if isinstance(source, ir.OpResult) else None
+        if trunc is None or trunc.name != "arith.truncf" or source.type != bf16 or trunc.operands[0].type != f32:
+            continue
+        x = trunc.operands[0]
+        with ir.InsertionPoint(op), op.location:
+            const = lambda v: arith.ConstantOp(i32, ir.IntegerAttr.get(i32, v)).result  # noqa: E731
+            bits = arith.BitcastOp(i32, x).result
+            lsb = arith.AndIOp(arith.ShRUIOp(bits, const(16)).result, const(1)).result
+            biased = arith.AddIOp(arith.AddIOp(bits, const(0x7FFF)).result, lsb).result
+            rounded = arith.BitcastOp(f32, arith.AndIOp(biased, const(-65536)).result).result
+            nan = arith.CmpFOp(arith.CmpFPredicate.UNO, x, x).result
+            result = arith.SelectOp(nan, x, rounded).result
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        count += 1
+    return count
 
 
 def _scalar(t: ir.Type) -> ir.Type:
