@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from braze._mlir import ir, tensor
 from braze.irutil import all_ops
 
-from .registry import ModulePass, register
+from .registry import ModulePass, decide, register
 from .template import inline_template
 
 
@@ -38,7 +38,8 @@ class FoldBroadcastMatmulPass(ModulePass):
             if w is not None and _static(op):
                 found.append((op, w))
         for op, w in found:
-            _fold(op, w)
+            if decide(self.name, f"batch_matmul {op.operands[0].type} x {op.operands[1].type} as one matmul"):
+                _fold(op, w)
 
 
 def _static(op: ir.Operation) -> bool:

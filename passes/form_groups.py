@@ -64,7 +64,8 @@ from braze.dialects.fusion import UNFUSED_ATTR
 from braze.irutil import all_ops, defined_inside, op_id, remap_operands
 
 from .elementwise import Elementwise, byte_width, classify, is_permutation, solve_iteration_space, tensor_bytes
-from .registry import ModulePass, option, register
+from .registry import ModulePass, decide, option, register
+from .report import describe_op, short_location
 
 _CLONEABLE = ("arith.constant", "tensor.empty")
 
@@ -510,7 +511,9 @@ class FormGroupsPass(ModulePass):
             # Earlier groups may have moved ops: order members by where they are now.
             position = {op_id(op): i for i, op in enumerate(block.operations)}
             members.sort(key=lambda o: position[op_id(o)])
-            build_group(members, "group", g.parent)
+            what = ", ".join(describe_op(m) for m in members[:4]) + (", ..." if len(members) > 4 else "")
+            if decide(self.name, f"group of {len(members)} ops ({what}) at {short_location(str(members[0].location))}"):
+                build_group(members, "group", g.parent)
         n = 0
         for op in block.operations:
             if op.operation.name == "fusion.group":

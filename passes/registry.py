@@ -187,6 +187,47 @@ def record_analysis(key: str, value: Any) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Decisions: each rewrite a pass chooses to make (a group formed, a convolution rewritten, a
+# tile attached) is numbered in pipeline order. As LLVM's -opt-bisect-limit, a limit keeps only
+# the first N, so that bisecting N finds the first decision that breaks a model (braze check).
+
+
+@dataclass
+class DecisionLog:
+    """The decisions made while a pipeline ran, in order, and how many of them may apply."""
+
+    limit: int | None = None
+    made: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def applied(self) -> int:
+        return len(self.made) if self.limit is None else min(self.limit, len(self.made))
+
+
+_DECISIONS: contextvars.ContextVar[DecisionLog | None] = contextvars.ContextVar("braze_decisions", default=None)
+
+
+@contextlib.contextmanager
+def recording_decisions(limit: int | None = None) -> Iterator[DecisionLog]:
+    """Number the decisions passes make while the block runs; apply only the first `limit`."""
+    log = DecisionLog(limit)
+    token = _DECISIONS.set(log)
+    try:
+        yield log
+    finally:
+        _DECISIONS.reset(token)
+
+
+def decide(pass_name: str, what: str) -> bool:
+    """Whether a pass may make the rewrite `what` (always, unless a decision limit is set)."""
+    log = _DECISIONS.get()
+    if log is None:
+        return True
+    log.made.append(f"{pass_name}: {what}")
+    return log.limit is None or len(log.made) <= log.limit
+
+
+# ---------------------------------------------------------------------------
 # Pipeline text.
 
 

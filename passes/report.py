@@ -142,7 +142,7 @@ def short_location(text: str) -> str:
     return ", ".join(parts) if parts else text
 
 
-def _describe(op: ir.Operation) -> str:
+def describe_op(op: ir.Operation) -> str:
     """Op name, with the body's ops for a linalg.generic (generic alone says little)."""
     if op.name != "linalg.generic":
         return op.name
@@ -202,9 +202,9 @@ def build_report(module: ir.Operation) -> FusionReport:
                     report.unfused.append(
                         UnfusedPair(
                             fname,
-                            _describe(producer) if producer is not None else "?",
+                            describe_op(producer) if producer is not None else "?",
                             _loc(producer) if producer is not None else "?",
-                            _describe(op),
+                            describe_op(op),
                             _loc(op),
                             ir.StringAttr(named.attr).value,
                         )
@@ -229,7 +229,7 @@ def _group_info(fname: str, group: ir.Operation) -> GroupInfo:
         fname,
         ir.StringAttr(group.attributes["label"]).value,
         ir.StringAttr(group.attributes["kind"]).value,
-        [Member(_describe(m), _loc(m)) for m in members],
+        [Member(describe_op(m), _loc(m)) for m in members],
         len(group.operands),
         len(group.results),
         saved,

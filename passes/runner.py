@@ -26,7 +26,7 @@ from typing import Any, Iterator
 from braze._mlir import ir
 from braze.errors import CompileError, InternalError
 
-from .registry import Step, build_pass_manager, collecting_analyses, parse_pipeline
+from .registry import Step, build_pass_manager, collecting_analyses, parse_pipeline, recording_decisions
 
 REPRODUCER_DIR_ENV = "BRAZE_REPRODUCER_DIR"
 """Where braze.compile writes reproducers (default: the temp directory)."""
@@ -99,8 +99,10 @@ def default_reproducer_path() -> str:
 
 
 def run_pipeline(module: ir.Module | ir.Operation, pipeline: str, *, verify: bool = True,
-                 model: str = "the model", internal: bool = True) -> dict[str, Any]:
-    """Run a pipeline on a module in place; return the analyses its passes recorded.
+                 model: str = "the model", internal: bool = True, decision_limit: int | None = None) -> dict[str, Any]:
+    """Run a pipeline on a module in place; return the analyses its passes recorded, with the
+    numbered rewrite decisions under "decisions" (a DecisionLog; with `decision_limit`, only
+    the first that many were applied: see registry.decide).
 
     A bad pipeline raises PassPipelineError. A failing pass raises InternalError when the
     pipeline is braze's own choice (`internal`: a braze bug, whatever the model), else
@@ -111,7 +113,8 @@ def run_pipeline(module: ir.Module | ir.Operation, pipeline: str, *, verify: boo
     pm = build_pass_manager(steps)
     pm.enable_verifier(verify)
     original = op.clone()  # shares attributes (weights) with the module: cheap
-    with collecting_analyses() as sink, _diagnostics(op.context) as seen:
+    with collecting_analyses() as sink, recording_decisions(decision_limit) as log, _diagnostics(op.context) as seen:
+        sink["decisions"] = log
         try:
             pm.run(op)
         except ir.MLIRError as e:
@@ -145,7 +148,7 @@ def _diagnostics(context: ir.Context) -> Iterator[list[str]]:
 
 def _failure_error(original: ir.Operation, steps: list[Step], diagnostics: list[str], pipeline: str,
                    model: str, internal: bool, verify: bool) -> Exception:
-    with collecting_analyses():
+    with collecting_analyses(), recording_decisions():
         failure = find_failing_step(original.clone(), steps, verify=verify)
     if failure is None:
         failure = Failure(None, original.get_asm(enable_debug_info=True), diagnostics)

@@ -88,6 +88,11 @@ def _arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-pass-pipeline-crash-reproducer", metavar="FILE", dest="reproducer",
                    help="where to write the reproducer when a pass fails "
                    "(default: braze-opt-reproducer-<pid>.mlir in the temp directory)")
+    p.add_argument("--decision-limit", type=int, default=None, metavar="N",
+                   help="apply only the first N rewrite decisions of braze's passes (groups, rewrites, "
+                   "tiles), as LLVM's -opt-bisect-limit; see --print-decisions")
+    p.add_argument("--print-decisions", action="store_true",
+                   help="print braze's numbered rewrite decisions to stderr, marking those skipped")
     p.add_argument("--list-passes", action="store_true",
                    help="list braze's passes and pipelines with their options, then exit")
     p.add_argument("--emit-irdl", action="store_true",
@@ -483,7 +488,9 @@ def _run_pipeline(module, chunk: _Chunk, pipeline: str, args: argparse.Namespace
     # collects them and keeps only the dumps of the named passes.
     filtering = bool(before or after) and not (args.mlir_print_ir_before_all and args.mlir_print_ir_after_all)
     ok = True
-    with _captured_stderr(filtering) as captured:
+    from braze.passes.registry import recording_decisions
+
+    with _captured_stderr(filtering) as captured, recording_decisions(args.decision_limit) as decisions:
         try:
             pm.run(module.operation)
         except ir.MLIRError as e:
@@ -496,6 +503,11 @@ def _run_pipeline(module, chunk: _Chunk, pipeline: str, args: argparse.Namespace
             gc.collect()
     if filtering:
         sys.stderr.write(_filter_dumps(captured.getvalue(), before, after, args))
+        sys.stderr.flush()
+    if args.print_decisions:
+        for i, what in enumerate(decisions.made, start=1):
+            skipped = decisions.limit is not None and i > decisions.limit
+            sys.stderr.write(f"braze-opt: decision {i}{' (skipped)' if skipped else ''}: {what}\n")
         sys.stderr.flush()
     return ok
 

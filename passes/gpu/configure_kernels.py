@@ -41,7 +41,8 @@ from braze.irutil import all_ops, remap_operands
 from braze.tuning import TuningCache
 
 from ..elementwise import byte_width
-from ..registry import ModulePass, option, register
+from ..registry import ModulePass, decide, option, register
+from ..report import short_location
 from .configs import IM2COL_ATTR, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR, KernelConfig, MatmulConfig
 from .cost_model import choose_config, choose_im2col_config, select_matmul_config
 from .options import cuda_target, tuning_cache
@@ -89,17 +90,22 @@ class ConfigureKernelsPass(ModulePass):
         copies = [op for op in generics if IM2COL_ATTR in op.attributes]
         candidates = [op for op in generics if IM2COL_ATTR not in op.attributes and _standalone_elementwise(op)]
         cache = TuningCache.open(self.tuning_cache)
+        where = lambda op: short_location(str(op.location))  # noqa: E731
         if self.target:
             for op in copies:
                 shape = list(ir.ShapedType(op.results[0].type).shape)
                 config = choose_im2col_config(shape, byte_width(op.results[0].type), self.threads)
-                op.attributes[KERNEL_CONFIG_ATTR] = ir.StringAttr.get(config.text())
+                if decide(self.name, f"im2col copy {shape}: {config.text()} at {where(op)}"):
+                    op.attributes[KERNEL_CONFIG_ATTR] = ir.StringAttr.get(config.text())
         if self.target and self.matmuls:
             for op in all_ops(module, MATMULS, post_order=True):
                 config = self.matmul_config_for(op, cache)
-                if config:
+                if config and decide(self.name, f"{matmul_shape(op).text()}: {config.text()} at {where(op)}"):
                     op.attributes[MATMUL_CONFIG_ATTR] = ir.StringAttr.get(config.text())
         for op in candidates:
+            if not decide(self.name, f"elementwise kernel {ir.ShapedType(op.results[0].type)} collapsed to 1-D "
+                                     f"and configured at {where(op)}"):
+                continue
             flat = _collapse(op) if _rank(op) > 1 else op
             if self.target:
                 config = self.config_for(flat, cache)

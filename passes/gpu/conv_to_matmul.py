@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from braze._mlir import ir
 from braze.irutil import all_ops
 
-from ..registry import ModulePass, option, register
+from ..registry import ModulePass, decide, option, register
+from ..report import short_location
 from ..template import replace_with_template
 from .configs import IM2COL_ATTR
 from .cost_model import MATMUL_CANDIDATES, choose_matmul_config, padded
@@ -58,7 +59,8 @@ class ConvToMatmulPass(ModulePass):
         found = [op for op in all_ops(module, "linalg.conv_2d_nchw_fchw", post_order=True)
                  if _convertible(op) and self._tiled(op)]
         for op in found:
-            _rewrite(op, self.read_padding)
+            if decide(self.name, f"{op.name} {_shape_text(op)} as im2col + matmul at {short_location(str(op.location))}"):
+                _rewrite(op, self.read_padding)
 
     def _tiled(self, op: ir.Operation) -> bool:
         """Whether the matmul gets tiles from fusion-configure-kernels' cost model, padded by
@@ -73,6 +75,10 @@ class ConvToMatmulPass(ModulePass):
             return False
         dims = (f, batch * oh * ow, c * kh * kw)  # the matmul's M, N, K
         return any(choose_matmul_config(1, *d, element, self.target) is not None for d in (dims, padded(*dims)))
+
+
+def _shape_text(op: ir.Operation) -> str:
+    return " x ".join(str(v.type) for v in list(op.operands)[:2])
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:

@@ -26,7 +26,8 @@ from braze._mlir import ir
 from braze.irutil import all_ops
 from braze.tuning import TuningCache
 
-from ..registry import ModulePass, register
+from ..registry import ModulePass, decide, register
+from ..report import short_location
 from ..template import replace_with_template
 from .cost_model import choose_matmul_config, padded, select_matmul_config
 from .options import cuda_target, tuning_cache
@@ -56,7 +57,9 @@ class PadMatmulsPass(ModulePass):
                         choose_matmul_config(1, *dims, shape.element, self.target) is not None:
                     found.append((op, dims))
         for op, dims in found:
-            _pad(op, *dims)
+            if decide(self.name, f"{matmul_shape(op).text()} padded to {'x'.join(map(str, dims))} "
+                                 f"at {short_location(str(op.location))}"):
+                _pad(op, *dims)
 
 
 def _pad(op: ir.Operation, mp: int, np_: int, kp: int) -> None:

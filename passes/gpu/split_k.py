@@ -28,7 +28,8 @@ from braze._mlir import ir
 from braze.irutil import all_ops
 from braze.targets import cuda_sm_count
 
-from ..registry import ModulePass, option, register
+from ..registry import ModulePass, decide, option, register
+from ..report import short_location
 from ..template import replace_with_template
 from .options import cuda_target
 from .signatures import matmul_shape
@@ -77,7 +78,8 @@ class SplitKPass(ModulePass):
                 if s > 1:
                     found.append((op, s))
         for op, s in found:
-            _split(op, s)
+            if decide(self.name, f"{matmul_shape(op).text()} split {s} ways at {short_location(str(op.location))}"):
+                _split(op, s)
 
 
 def _split(op: ir.Operation, s: int) -> None:

@@ -7,6 +7,7 @@
 needs torch, torch-mlir and iree-base-compiler.
 """
 
+from .check import CheckResult, check
 from .compiler import CompiledModule, __version__, compile, load
 from .errors import (
     ArtifactError,
@@ -26,7 +27,7 @@ from .errors import (
 from .targets import available_devices
 
 __all__ = [
-    "ArtifactError", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError",
+    "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError",
     "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
-    "__version__", "available_devices", "compile", "load",
+    "__version__", "available_devices", "check", "compile", "load",
 ]

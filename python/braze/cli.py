@@ -5,6 +5,7 @@
     braze compile MODEL ...    compile a model to an artifact (or --emit mlir: the IR IREE gets)
     braze bench ...            latency, kernels and compile time against torch
     braze tune ...             measure kernel configurations on a GPU host, import the winners
+    braze check MODEL ...      compare with eager in float64; bisect to the rewrite that breaks it
     braze devices              which devices iree.runtime can open here
 """
 
@@ -26,7 +27,8 @@ def _tool(name: str):
     """The main() of a subcommand that owns its flags (imported on use: each needs other packages)."""
     import importlib
 
-    module = {"import": "import_model", "compile": "compile_model", "bench": "bench", "tune": "tune"}[name]
+    module = {"import": "import_model", "compile": "compile_model", "bench": "bench", "tune": "tune",
+              "check": "check_model"}[name]
     return importlib.import_module(f"braze.tools.{module}").main
 
 
@@ -42,6 +44,7 @@ SUBCOMMANDS = {
     "compile": "compile a model file to an artifact, or print the IR handed to IREE (braze compile -h)",
     "bench": "benchmark against torch eager and torch.compile (braze bench -h)",
     "tune": "measure GPU kernel configurations and import the winners (braze tune -h)",
+    "check": "compare braze with eager on a model, bisect to the rewrite that breaks it (braze check -h)",
 }
 
 

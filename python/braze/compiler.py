@@ -269,7 +269,7 @@ def versions() -> dict:
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
-            attention: bool | None = None, **options) -> CompiledModule:
+            attention: bool | None = None, decision_limit: int | None = None, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -289,6 +289,9 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §12).
       IREE 3.13's float32 attention kernel on CUDA and its CPU one ran far slower than the
       three dispatches, and it cannot compile the op for Vulkan.
+    decision_limit: apply only the first N rewrite decisions braze's passes make (groups formed,
+      convolutions rewritten, tiles attached; `report.decisions` lists them all), as LLVM's
+      -opt-bisect-limit: braze.check bisects it to find the decision that breaks a model.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -298,7 +301,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             "(batch statistics, dropout), and the compiled module computes no gradients. For inference, "
             "call model.eval() first.", BrazeWarning, stacklevel=2)
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
-                    example_kwargs=example_kwargs, attention=attention)
+                    example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit)
     tgt, report = lowered.target, lowered.report
     from . import backend
 
@@ -347,7 +350,8 @@ class Lowered:
 
 
 def lower(model, *example_inputs, device: str = "cpu", target: str | None = None, fusion: bool = True,
-          pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None) -> Lowered:
+          pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None,
+          decision_limit: int | None = None) -> Lowered:
     """The first half of braze.compile (same arguments): export, import, run braze's pipeline.
     `braze compile --emit mlir` prints its result; braze.compile hands it to IREE."""
     tgt = resolve(device, target)
@@ -375,7 +379,8 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         report.linalg_ops_before = count_linalg_ops(module_op)
         t0 = time.perf_counter()
         analyses = runner.run_pipeline(imported.module, pipeline_text, model=type(model).__name__,
-                                       internal=pipeline is None)
+                                       internal=pipeline is None, decision_limit=decision_limit)
+        report.decisions = list(analyses["decisions"].made)
         report.stage_seconds["fusion"] = time.perf_counter() - t0
         report.linalg_ops_after = count_linalg_ops(module_op)
         report.kernel_configs = kernel_configs(module_op)

@@ -47,6 +47,15 @@ BINARY = {
     "where": lambda a, b: torch.where(a > b, a, b * 2.0),
 }
 REDUCTIONS = ("sum", "mean", "amax", "softmax", "log_softmax", "layer_norm", "logsumexp", "cumsum")
+INTEGER = {
+    "iadd": lambda a: a + 3,
+    "imul": lambda a, b: a * b,
+    "ifloordiv": lambda a: a // 3,
+    "imod": lambda a: a % 5,
+    "imax": lambda a, b: torch.maximum(a, b),
+    "iwhere": lambda a, b: torch.where(a > b, a, b - 1),
+}
+"""Ops of integer graphs (int32 or int64 inputs; results compared exactly)."""
 
 
 @dataclass
@@ -96,6 +105,12 @@ def _apply(model: RandomGraph, step: Step, values: list) -> torch.Tensor:
     a = values[args[0]]
     if op in UNARY:
         return UNARY[op](a)
+    if op in INTEGER:
+        return INTEGER[op](*[values[k] for k in args])
+    if op == "mask":
+        return torch.where(a > p["threshold"], a, torch.zeros_like(a))
+    if op == "expand":
+        return a.expand(*p["shape"]) * 1.0
     if op in BINARY:
         b = values[args[1]]
         if p.get("slice") is not None:
@@ -139,9 +154,12 @@ def _shape_of(shapes: list, i: int) -> tuple[int, ...]:
     return shapes[i]
 
 
-def random_graph(seed: int, max_steps: int = 9) -> tuple[RandomGraph, tuple[torch.Tensor, ...]]:
-    """The model (eval mode, seeded weights) and example inputs for `seed`."""
+def random_graph(seed: int, max_steps: int = 12) -> tuple[RandomGraph, tuple[torch.Tensor, ...]]:
+    """The model (eval mode, seeded weights) and example inputs for `seed` (one in ten an
+    integer graph)."""
     rng = random.Random(seed)
+    if rng.random() < 0.1:
+        return _integer_graph(seed, rng)
     rank = rng.choice((2, 2, 3, 4, 4))
     shape = {2: lambda: (rng.choice((3, 4, 8)), rng.choice((5, 8, 16))),
              3: lambda: (rng.choice((2, 3)), rng.choice((4, 6)), rng.choice((8, 16))),
@@ -177,12 +195,28 @@ def random_graph(seed: int, max_steps: int = 9) -> tuple[RandomGraph, tuple[torc
     return model, tuple(torch.randn(s, generator=gen) for s in inputs)
 
 
+def _integer_graph(seed: int, rng: random.Random) -> tuple[RandomGraph, tuple[torch.Tensor, ...]]:
+    shape = (rng.choice((3, 8)), rng.choice((4, 16)))
+    dtype = rng.choice((torch.int32, torch.int64))
+    steps, n = [], 2
+    for _ in range(rng.randint(2, 7)):
+        op = rng.choice(sorted(INTEGER))
+        arity = INTEGER[op].__code__.co_argcount
+        steps.append(Step(op, tuple(rng.randrange(n) for _ in range(arity))))
+        n += 1
+    model = RandomGraph(seed, [shape, shape], steps, sorted({n - 1, rng.randrange(2, n)})).eval()
+    gen = torch.Generator().manual_seed(seed + 1)
+    return model, tuple(torch.randint(-20, 20, shape, generator=gen, dtype=dtype) for _ in range(2))
+
+
 def _random_step(rng: random.Random, shapes: list) -> tuple[Step, tuple] | None:
     i = rng.randrange(len(shapes))
     s = shapes[i]
-    kind = rng.choices(("unary", "binary", "reduce", "contract", "spatial", "shape"), (5, 6, 3, 3, 2, 3))[0]
+    kind = rng.choices(("unary", "binary", "reduce", "contract", "spatial", "shape", "mask"), (5, 6, 3, 3, 2, 3, 1))[0]
     if kind == "unary":
         return Step(rng.choice(sorted(UNARY)), (i,)), s
+    if kind == "mask":
+        return Step("mask", (i,), {"threshold": rng.choice((-0.5, 0.0, 0.7))}), s
     if kind == "binary":
         same = [j for j, t in enumerate(shapes) if t == s]
         j = rng.choice(same)
@@ -233,7 +267,13 @@ def _random_step(rng: random.Random, shapes: list) -> tuple[Step, tuple] | None:
         return Step("conv", (i,), {"cin": c, "cout": cout, "k": k, "stride": stride, "groups": groups,
                                    "bias": rng.random() < 0.5}), (n, cout, oh, ow)
     # shape ops
-    op = rng.choice(("permute", "reshape", "slice", "cat", "unsqueeze_sum"))
+    op = rng.choice(("permute", "reshape", "slice", "cat", "unsqueeze_sum", "expand"))
+    if op == "expand":
+        ones = [k for k, x in enumerate(s) if x == 1]
+        if not ones:
+            return None
+        new = tuple(rng.choice((2, 4)) if k in ones else x for k, x in enumerate(s))
+        return Step("expand", (i,), {"shape": new}), new
     if op == "permute" and len(s) >= 2:
         perm = list(range(len(s)))
         rng.shuffle(perm)
@@ -268,6 +308,18 @@ def _random_step(rng: random.Random, shapes: list) -> tuple[Step, tuple] | None:
     return None
 
 
+CAST_ULP = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
+"""A rounding step of a 16-bit cast, relative to the value: a float32 difference of one ulp
+before the cast can flip it, so a graph with casts is allowed that much more."""
+
+
+def tolerance(model: RandomGraph, reference_error: float) -> float:
+    """Allowed max_error against float64 eager: ten times float32 eager's own error, plus the
+    rounding steps of the graph's 16-bit casts."""
+    casts = max((CAST_ULP[s.op] for s in model.steps if s.op in CAST_ULP), default=0.0)
+    return 10 * reference_error + 1e-5 + casts
+
+
 def max_error(got, expected) -> float:
     """max |got - expected| / max(1, max |expected|) over all outputs (inf if shapes differ)."""
     got = got if isinstance(got, tuple) else (got,)
@@ -276,8 +328,12 @@ def max_error(got, expected) -> float:
         return float("inf")
     worst = 0.0
     for g, e in zip(got, expected):
-        if g.shape != e.shape:
+        if g.shape != e.shape or g.dtype.is_floating_point != e.dtype.is_floating_point:
             return float("inf")
+        if not e.dtype.is_floating_point:
+            if not torch.equal(g.cpu(), e.cpu()):
+                return float("inf")
+            continue
         if e.numel() == 0:
             continue
         g, e = g.double().cpu(), e.double().cpu()

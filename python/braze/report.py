@@ -29,6 +29,8 @@ class Report:
     fusion_text: str = ""
     kernel_configs: list[dict] = field(default_factory=list)
     """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
+    decisions: list[str] = field(default_factory=list)
+    """The rewrites braze's passes decided to make, in order ('pass: what'); see compile(decision_limit=)."""
     attention: dict[str, int] = field(default_factory=dict)
     """Attention compiled as one op: {'fused': how many, 'rewritten': of those, how many were
     written out as matmul/softmax/matmul}; empty when compile(attention=False)."""

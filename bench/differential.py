@@ -1,0 +1,184 @@
+"""The differential suite: seeded random graphs (braze.randomgraphs) and the zoo, each compiled
+with braze's passes and without, compared with eager PyTorch in float64.
+
+    python bench/differential.py here [--seeds 0:300] [--cuda-pipeline]      (CPU, in process)
+    python bench/differential.py build DIR --device cuda --target sm_90 [--seeds 0:300]
+        (here, with the compiler) compile every graph and zoo case for a GPU, save the artifacts
+        and the eager results (float32 and float64, computed here on the CPU) in DIR
+    python bench/differential.py run DIR          (on the GPU host: iree-base-runtime and torch)
+
+A result passes when its error against float64 eager is within `randomgraphs.tolerance`
+(ten times float32 eager's own error, plus the rounding of 16-bit casts). Prints one line per
+failure and the counts per variant; exits 1 if anything failed. `--cuda-pipeline` also
+compiles each graph for the CPU with the CUDA pipeline's passes (fusion-cuda-pipeline), so the
+CUDA rewrites' arithmetic is checked where there is no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+VARIANTS = {"braze": {}, "unfused": {"fusion": False}}
+CUDA_ON_CPU = {"cuda-passes-on-cpu": {"pipeline": "fusion-cuda-pipeline{target=sm_90}"}}
+
+
+def _seeds(text: str) -> range:
+    lo, _, hi = text.partition(":")
+    return range(int(lo), int(hi))
+
+
+def _references(model, args):
+    """(float32 eager, float64 eager) outputs of a model on its inputs."""
+    import copy
+
+    import torch
+
+    with torch.no_grad():
+        e32 = model(*args)
+        wide = copy.deepcopy(model).double()
+        e64 = wide(*[a.double() if a.dtype.is_floating_point else a for a in args])
+    return e32, e64
+
+
+def _cases(seeds: range):
+    """(name, model, inputs, tolerance function) for each random graph and zoo case."""
+    from braze.randomgraphs import random_graph, tolerance
+    from braze.zoo import CASES, fresh_like
+
+    for seed in seeds:
+        model, args = random_graph(seed)
+        yield f"graph{seed}", model, args, (lambda base, m=model: tolerance(m, base)), {}
+    for case in CASES:
+        model, args, kwargs = case.build()
+        if kwargs or any(not hasattr(a, "dtype") for a in args):
+            continue  # nested or keyword inputs: test_zoo covers them
+        args = fresh_like(tuple(args))
+        yield f"zoo:{case.name}", model, tuple(args), (lambda base, rtol=case.rtol: max(rtol, 10 * base + 1e-5)), {}
+
+
+def here(seeds: range, cuda_pipeline: bool) -> int:
+    import braze
+    from braze.randomgraphs import max_error
+
+    variants = dict(VARIANTS, **(CUDA_ON_CPU if cuda_pipeline else {}))
+    counts = {v: [0, 0] for v in variants}
+    t0 = time.perf_counter()
+    for name, model, args, allowed, _ in _cases(seeds):
+        e32, e64 = _references(model, args)
+        limit = allowed(max_error(e32, e64))
+        for variant, options in variants.items():
+            try:
+                got = braze.compile(model, *args, **options)(*args)
+                error = max_error(got, e64)
+                ok, note = error <= limit, f"error {error:.2e} > {limit:.2e}"
+            except braze.BrazeError as e:
+                ok, note = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            counts[variant][0 if ok else 1] += 1
+            if not ok:
+                print(f"FAIL {name} {variant}: {note}", flush=True)
+    _summary(counts, "cpu", time.perf_counter() - t0)
+    return 1 if any(bad for _, bad in counts.values()) else 0
+
+
+def _summary(counts: dict, device: str, seconds: float) -> None:
+    print(f"\ndifferential suite on {device} ({seconds:.0f} s):")
+    for variant, (ok, bad) in counts.items():
+        print(f"  {variant:20s} {ok:4d} passed {bad:4d} failed")
+
+
+def build(directory: Path, device: str, target: str, seeds: range) -> int:
+    import torch
+
+    import braze
+    from braze.randomgraphs import max_error
+
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for name, model, args, allowed, _ in _cases(seeds):
+        e32, e64 = _references(model, args)
+        limit = allowed(max_error(e32, e64))
+        torch.save({"args": args, "expected64": e64}, directory / f"{name}.pt")
+        entry = {"name": name, "data": f"{name}.pt", "limit": limit, "artifacts": {}}
+        for variant, options in VARIANTS.items():
+            path = f"{name}.{variant}.braze"
+            try:
+                braze.compile(model, *args, device=device, target=target, **options).save(directory / path,
+                                                                                         overwrite=True)
+                entry["artifacts"][variant] = path
+            except braze.BrazeError as e:
+                entry["artifacts"][variant] = None
+                entry.setdefault("compile_errors", {})[variant] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        manifest.append(entry)
+        print(f"built {name}", flush=True)
+    (directory / "manifest.json").write_text(json.dumps({"device": device, "target": target, "cases": manifest},
+                                                        indent=1))
+    return 0
+
+
+def run(directory: Path) -> int:
+    import torch
+
+    import braze
+    from braze.randomgraphs import max_error
+
+    meta = json.loads((directory / "manifest.json").read_text())
+    device = meta["device"]
+    counts = {f"{v}/{kind}": [0, 0] for v in VARIANTS for kind in ("torch", "numpy")}
+    t0 = time.perf_counter()
+    for entry in meta["cases"]:
+        data = torch.load(directory / entry["data"], weights_only=False)
+        args, e64 = data["args"], data["expected64"]
+        for variant in VARIANTS:
+            path = entry["artifacts"].get(variant)
+            for kind in ("torch", "numpy"):
+                key = f"{variant}/{kind}"
+                try:
+                    if path is None:
+                        raise RuntimeError(entry["compile_errors"][variant])
+                    module = braze.load(directory / path, device=device)
+                    if kind == "torch":
+                        inputs = [a.cuda() if device == "cuda" else a for a in args]
+                        got = module(*inputs)
+                    else:
+                        out = module(*[a.numpy() for a in args])
+                        got = tuple(torch.from_numpy(o) for o in out) if isinstance(out, tuple) else torch.from_numpy(out)
+                    error = max_error(got, e64)
+                    ok, note = error <= entry["limit"], f"error {error:.2e} > {entry['limit']:.2e}"
+                except Exception as e:  # report every failure, keep going
+                    ok, note = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                counts[key][0 if ok else 1] += 1
+                if not ok:
+                    print(f"FAIL {entry['name']} {key}: {note}", flush=True)
+    _summary(counts, f"{device} ({meta['target']})", time.perf_counter() - t0)
+    return 1 if any(bad for _, bad in counts.values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.simplefilter("ignore")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    h = sub.add_parser("here", help="run on the CPU in this process")
+    h.add_argument("--seeds", default="0:300")
+    h.add_argument("--cuda-pipeline", action="store_true")
+    b = sub.add_parser("build", help="compile for a GPU host")
+    b.add_argument("dir", type=Path)
+    b.add_argument("--device", default="cuda")
+    b.add_argument("--target", default="sm_90")
+    b.add_argument("--seeds", default="0:300")
+    r = sub.add_parser("run", help="run artifacts made by build")
+    r.add_argument("dir", type=Path)
+    args = p.parse_args(argv)
+    if args.command == "here":
+        return here(_seeds(args.seeds), args.cuda_pipeline)
+    if args.command == "build":
+        return build(args.dir, args.device, args.target, _seeds(args.seeds))
+    return run(args.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

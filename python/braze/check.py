@@ -1,0 +1,206 @@
+"""braze.check: is braze right on this model, and if not, which rewrite breaks it?
+
+    result = braze.check(model, x, device="cpu")          # or: braze check model.py:make --shape 8,3,32,32
+    print(result)
+
+runs the model three ways: eager PyTorch in its own dtype, braze without its passes
+(fusion=False) and braze, and compares each with eager PyTorch in float64. When braze is wrong
+and the unfused build is right, it bisects braze's rewrite decisions (every group formed,
+convolution rewritten, matmul padded or split, tile attached, numbered in pipeline order:
+`report.decisions`) with compile(decision_limit=N), as LLVM's -opt-bisect-limit, to the first
+decision that breaks the model, and writes a reproducer: the imported IR and the braze-opt
+commands that apply the pipeline with and without that decision.
+
+`passes_of="cuda"` checks the CUDA pipeline's passes compiled for the CPU: their arithmetic is
+checked where there is no GPU (what only the GPU's code generator gets wrong needs the GPU).
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from dataclasses import dataclass, field
+
+from .errors import BrazeError
+
+
+@dataclass
+class CheckResult:
+    model: str
+    device: str
+    pipeline: str
+    errors: dict[str, float] = field(default_factory=dict)
+    """Max |result - float64 eager| / max(1, max |float64 eager|), per variant."""
+    failures: dict[str, str] = field(default_factory=dict)
+    """Variants that failed to compile or run, with the error."""
+    tolerance: float = 0.0
+    decisions: list[str] = field(default_factory=list)
+    first_bad_decision: int | None = None
+    """1-based index into `decisions` of the first decision that makes braze wrong."""
+    bisect_errors: dict[int, float] = field(default_factory=dict)
+    """Error per decision limit tried while bisecting."""
+    reproducer: str | None = None
+    """Path of the imported IR, with the commands in its header."""
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and all(e <= self.tolerance for e in self.errors.values())
+
+    @property
+    def verdict(self) -> str:
+        if self.ok:
+            return "braze matches eager"
+        braze_bad = "braze" in self.failures or self.errors.get("braze", 0.0) > self.tolerance
+        unfused_bad = "unfused" in self.failures or self.errors.get("unfused", 0.0) > self.tolerance
+        if braze_bad and not unfused_bad:
+            return "braze's passes break the model"
+        if braze_bad:
+            return "wrong without braze's passes too (torch-mlir or IREE)"
+        return "only the unfused build is wrong"
+
+    def __str__(self) -> str:
+        lines = [f"braze check: {self.model} on {self.device} ({self.pipeline})",
+                 f"  tolerance {self.tolerance:.2e} (10x eager's own error against float64, at least 1e-5)"]
+        for name, error in self.errors.items():
+            lines.append(f"  {name:10s} error {error:.2e}  {'ok' if error <= self.tolerance else 'WRONG'}")
+        for name, why in self.failures.items():
+            lines.append(f"  {name:10s} FAILED: {why}")
+        lines.append(f"  verdict: {self.verdict}")
+        if self.first_bad_decision is not None:
+            k = self.first_bad_decision
+            lines.append(f"  first bad decision: #{k} of {len(self.decisions)}: {self.decisions[k - 1]}")
+            tried = ", ".join(f"{n}: {e:.1e}" for n, e in sorted(self.bisect_errors.items()))
+            lines.append(f"  bisected (decision limit: error): {tried}")
+        if self.reproducer:
+            lines.append(f"  reproducer: {self.reproducer}")
+            lines.extend(f"    {c}" for c in self.commands)
+        return "\n".join(lines)
+
+
+def _as_list(value) -> list:
+    from torch.utils._pytree import tree_leaves
+
+    return [v for v in tree_leaves(value) if hasattr(v, "shape")]
+
+
+def _error(got, expected) -> float:
+    import torch
+
+    got, expected = _as_list(got), _as_list(expected)
+    if len(got) != len(expected):
+        return float("inf")
+    worst = 0.0
+    for g, e in zip(got, expected):
+        g = torch.as_tensor(g)
+        if tuple(g.shape) != tuple(e.shape):
+            return float("inf")
+        if e.numel() == 0:
+            continue
+        g, e = g.detach().cpu().double(), e.detach().cpu().double()
+        if not e.dtype.is_floating_point:
+            worst = max(worst, 0.0 if torch.equal(g, e) else float("inf"))
+            continue
+        worst = max(worst, ((g - e).abs().max() / max(1.0, e.abs().max().item())).item())
+    return worst
+
+
+def check(model, *inputs, device: str = "cpu", target: str | None = None, example_kwargs: dict | None = None,
+          passes_of: str | None = None, bisect: bool = True) -> CheckResult:
+    """Compare braze with eager on `inputs` (see the module docstring); bisect when braze alone is wrong."""
+    import torch
+
+    import braze
+
+    from .compiler import device_pipeline
+    from .targets import resolve
+
+    kwargs = example_kwargs or {}
+    pipeline = None
+    if passes_of is not None:
+        pipeline = device_pipeline(resolve(passes_of, "sm_90" if passes_of == "cuda" else None))
+    shown = pipeline or device_pipeline(resolve(device, target))
+    result = CheckResult(type(model).__name__, device, shown)
+    with torch.no_grad():
+        eager = model(*inputs, **kwargs)
+        wide = copy.deepcopy(model).double()
+        as64 = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t  # noqa: E731
+        from torch.utils._pytree import tree_map
+
+        reference = wide(*tree_map(as64, inputs), **tree_map(as64, kwargs))
+    result.errors["eager"] = _error(eager, reference)
+    result.tolerance = max(10 * result.errors["eager"], 1e-5)
+    run_on = (lambda t: t.cuda() if isinstance(t, torch.Tensor) else t) if device == "cuda" else (lambda t: t)
+    call_inputs, call_kwargs = tree_map(run_on, inputs), tree_map(run_on, kwargs)
+
+    def build(**options):
+        return braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, **options)
+
+    def measure(name: str, **options):
+        try:
+            compiled = build(**options)
+            error = _error(compiled(*call_inputs, **call_kwargs), reference)
+        except BrazeError as e:
+            result.failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+            return None, None
+        result.errors[name] = error
+        return compiled, error
+
+    measure("unfused", fusion=False)
+    compiled, error = measure("braze", pipeline=pipeline)
+    if compiled is not None:
+        result.decisions = list(compiled.report.decisions)
+    if not bisect or result.verdict != "braze's passes break the model" or compiled is None:
+        return result
+
+    def bad(limit: int) -> bool:
+        try:
+            got = build(pipeline=pipeline, decision_limit=limit)(*call_inputs, **call_kwargs)
+            result.bisect_errors[limit] = _error(got, reference)
+        except BrazeError:
+            result.bisect_errors[limit] = float("inf")
+        return result.bisect_errors[limit] > result.tolerance
+
+    lo, hi = 0, len(result.decisions)  # invariant: limit lo is right, limit hi is wrong
+    result.bisect_errors[hi] = error
+    if not result.decisions or bad(0):
+        result.first_bad_decision = None
+        return _reproduce(result, model, inputs, kwargs, pipeline or shown, None)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if bad(mid):
+            hi = mid
+        else:
+            lo = mid
+    result.first_bad_decision = hi
+    return _reproduce(result, model, inputs, kwargs, pipeline or shown, hi)
+
+
+def _reproduce(result: CheckResult, model, inputs, kwargs, pipeline: str, decision: int | None) -> CheckResult:
+    """Write the imported IR and the braze-opt commands with and without the decision."""
+    from braze.passes.runner import default_reproducer_path
+
+    from .frontend import import_model
+
+    imported = import_model(model, tuple(inputs), kwargs)
+    with imported.context:
+        text = imported.module.operation.get_asm(enable_debug_info=True)
+    path = default_reproducer_path()
+    quoted = shlex.quote(pipeline)
+    if decision is None:
+        result.commands = [f"braze-opt {path} -p {quoted} --print-decisions"]
+        note = "braze is wrong with none of its rewrite decisions applied"
+    else:
+        result.commands = [f"braze-opt {path} -p {quoted} --decision-limit={decision} --print-decisions  # wrong",
+                           f"braze-opt {path} -p {quoted} --decision-limit={decision - 1}  # right"]
+        note = f"decision {decision} ({result.decisions[decision - 1]}) makes {result.model} wrong"
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"// braze check reproducer: {note}.\n" + "".join(f"// {c}\n" for c in result.commands) + text)
+        result.reproducer = path
+    except OSError as e:
+        result.reproducer = f"(not written: {e.strerror or e})"
+    return result
+
+
+__all__ = ["CheckResult", "check"]

@@ -1,0 +1,103 @@
+"""The differential suite in CI: 300 seeded random graphs (elementwise chains and DAGs,
+reductions, normalizations, matmuls, convolutions, pooling, reshapes, casts, integer graphs),
+each compiled with braze's passes and without, and every third one also with the CUDA
+pipeline's passes compiled for the CPU, compared with eager PyTorch in float64; and the bench's
+workloads at their CPU sizes. bench/differential.py runs the same on a GPU host.
+
+A result passes within `randomgraphs.tolerance`: ten times float32 eager's own error against
+float64, plus the rounding step of any 16-bit cast in the graph.
+"""
+
+import copy
+
+import pytest
+import torch
+
+import braze
+from braze.randomgraphs import max_error, random_graph, tolerance
+from braze.zoo import CPU_DEFAULT, WORKLOADS
+
+pytestmark = pytest.mark.slow
+
+N_GRAPHS = 300
+PER_CASE = 10
+CUDA_PIPELINE = "fusion-cuda-pipeline{target=sm_90}"
+
+
+def _float64(model, args):
+    wide = copy.deepcopy(model).double()
+    with torch.no_grad():
+        return wide(*[a.double() if a.dtype.is_floating_point else a for a in args])
+
+
+@pytest.mark.parametrize("first", range(0, N_GRAPHS, PER_CASE))
+def test_random_graphs_match_eager(first):
+    failures = []
+    for seed in range(first, first + PER_CASE):
+        model, args = random_graph(seed)
+        with torch.no_grad():
+            e32 = model(*args)
+        e64 = _float64(model, args)
+        limit = tolerance(model, max_error(e32, e64))
+        variants = {"braze": {}, "unfused": {"fusion": False}}
+        if seed % 3 == 0:
+            variants["cuda-passes"] = {"pipeline": CUDA_PIPELINE}
+        compiled = {}
+        for name, options in variants.items():
+            try:
+                compiled[name] = braze.compile(model, *args, **options)
+                error = max_error(compiled[name](*args), e64)
+            except braze.BrazeError as e:
+                failures.append(f"{model.describe()} [{name}]: {type(e).__name__}: {e}")
+                continue
+            if error > limit:
+                failures.append(f"{model.describe()} [{name}]: error {error:.2e} > {limit:.2e}")
+        if {"braze", "unfused"} <= set(compiled):
+            fused, plain = compiled["braze"].report, compiled["unfused"].report
+            if fused.dispatch_count > plain.dispatch_count:
+                failures.append(f"{model.describe()}: fusion costs dispatches "
+                                f"({fused.dispatch_count} > {plain.dispatch_count})")
+    assert not failures, "\n".join(failures)
+
+
+def test_the_suite_can_fail(monkeypatch):
+    """A miscompiling lowering (every fused addf made a subf) is caught by the same check."""
+    from braze.passes import lower_to_linalg
+
+    original = lower_to_linalg.lower_group
+
+    def broken(group):
+        fused = original(group)
+        if fused is not None:
+            for op in fused.regions[0].blocks[0].operations:
+                if op.operation.name == "arith.addf":
+                    a, b = op.operation.operands
+                    with braze._mlir.ir.InsertionPoint(op), op.operation.location:
+                        sub = braze._mlir.arith.SubFOp(a, b).result
+                    op.operation.results[0].replace_all_uses_with(sub)
+        return fused
+
+    monkeypatch.setattr(lower_to_linalg, "lower_group", broken)
+    caught = 0
+    for seed in range(40):
+        model, args = random_graph(seed)
+        if not any(s.op == "add" for s in model.steps):
+            continue
+        e64 = _float64(model, args)
+        with torch.no_grad():
+            limit = tolerance(model, max_error(model(*args), e64))
+        caught += max_error(braze.compile(model, *args)(*args), e64) > limit
+    assert caught >= 3
+
+
+@pytest.mark.parametrize("name", CPU_DEFAULT)
+def test_bench_workloads_match_eager(name):
+    model, args = WORKLOADS[name].build("cpu")
+    with torch.no_grad():
+        e32 = model(*args)
+    e64 = _float64(model, args) if WORKLOADS[name].dtype == "float32" else e32.double()
+    base = max_error(e32, e64)
+    limit = 10 * base + 1e-5 if WORKLOADS[name].dtype == "float32" else 3e-2
+    for options in ({}, {"fusion": False}):
+        got = braze.compile(model, *args, **options)(*args)
+        assert max_error(got, e64) <= limit, (name, options)
