@@ -189,11 +189,50 @@ def _common_flags(target: Target) -> list[str]:
     return ["--iree-input-demote-f64-to-f32=false"]
 
 
+INLINED_CONSTANT_BYTES = 256
+"""IREE inlines tensor constants up to this size into the dispatches that read them
+(--iree-flow-inline-constants-max-byte-length, a process-wide flag braze cannot set per compile)."""
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _hoist_small_bf16_constants(module) -> None:
+    """Keep each bf16 tensor constant IREE would inline into a dispatch outside it.
+
+    IREE 3.13's llvm-cpu bf16 emulation (iree-convert-bf16-arith-to-f32) fails on a bf16
+    constant inlined into a dispatch ("'arith.constant' op failed to verify that all of {value,
+    result} have same type"): every bf16 Linear or BatchNorm with small weights failed to
+    compile for the CPU. Behind a `util.optimization_barrier` the constant is neither inlined
+    nor folded into its users: the dispatch reads it through a binding, which the emulation
+    handles. The values are the same."""
+    with module.context, iree_ir.Location.unknown():
+        bf16 = iree_ir.BF16Type.get()
+        for op in all_ops(module.operation, "arith.constant"):
+            ty = op.results[0].type
+            if not isinstance(ty, iree_ir.RankedTensorType):
+                continue
+            ty = iree_ir.RankedTensorType(ty)
+            if ty.element_type != bf16 or not ty.has_static_shape or 2 * _elements(ty.shape) > INLINED_CONSTANT_BYTES:
+                continue
+            uses = list(op.results[0].uses)
+            barrier = iree_ir.Operation.create("util.optimization_barrier", results=[ty], operands=[op.results[0]],
+                                               loc=op.location, ip=iree_ir.InsertionPoint.after(op))
+            for use in uses:
+                use.owner.operands[use.operand_number] = barrier.results[0]
+
+
 def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
     flags = _common_flags(target) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
+    if target.device == "cpu":
+        hooks.append(_hoist_small_bf16_constants)
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
     else:

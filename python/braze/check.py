@@ -204,3 +204,82 @@ def _reproduce(result: CheckResult, model, inputs, kwargs, pipeline: str, decisi
 
 
 __all__ = ["CheckResult", "check"]
+
+
+# ---------------------------------------------------------------------------
+# On a GPU host without the compiler: build every decision limit here, run them there.
+
+
+def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", target: str | None = None,
+                    kwargs: dict | None = None) -> int:
+    """Compile the model here for `device` with no passes (unfused), with all of braze's
+    decisions, and with each decision limit 0..N, save the artifacts, the inputs and float64
+    eager's outputs in `directory` for `run_bisection` on the GPU host; returns N."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from torch.utils._pytree import tree_map
+
+    import braze
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    kwargs = kwargs or {}
+    with torch.no_grad():
+        eager = model(*inputs, **kwargs)
+        as64 = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t  # noqa: E731
+        reference = copy.deepcopy(model).double()(*tree_map(as64, inputs), **tree_map(as64, kwargs))
+    tolerance = max(10 * _error(eager, reference), 1e-5)
+    torch.save({"inputs": inputs, "kwargs": kwargs, "reference": reference}, directory / "data.pt")
+    full = braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target)
+    decisions = list(full.report.decisions)
+    full.save(directory / "braze.braze", overwrite=True)
+    braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target,
+                  fusion=False).save(directory / "unfused.braze", overwrite=True)
+    for limit in range(len(decisions)):
+        braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target,
+                      decision_limit=limit).save(directory / f"limit-{limit}.braze", overwrite=True)
+    (directory / "bisection.json").write_text(json.dumps(
+        {"model": type(model).__name__, "device": device, "pipeline": full.report.pipeline,
+         "tolerance": tolerance, "eager_error": _error(eager, reference), "decisions": decisions}, indent=1))
+    return len(decisions)
+
+
+def run_bisection(directory) -> CheckResult:
+    """Run what build_bisection made (needs only iree-base-runtime and torch): the errors of
+    the unfused build, of braze and of every decision limit, and the first bad decision."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from torch.utils._pytree import tree_map
+
+    import braze
+
+    directory = Path(directory)
+    meta = json.loads((directory / "bisection.json").read_text())
+    data = torch.load(directory / "data.pt", weights_only=False)
+    device = meta["device"]
+    move = (lambda t: t.cuda() if isinstance(t, torch.Tensor) else t) if device == "cuda" else (lambda t: t)
+    inputs, kwargs = tree_map(move, data["inputs"]), tree_map(move, data["kwargs"])
+    result = CheckResult(meta["model"], device, meta["pipeline"], tolerance=meta["tolerance"],
+                         decisions=meta["decisions"])
+    result.errors["eager"] = meta["eager_error"]
+
+    def error(name: str) -> float:
+        try:
+            return _error(braze.load(directory / f"{name}.braze", device=device)(*inputs, **kwargs), data["reference"])
+        except BrazeError as e:
+            result.failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+            return float("inf")
+
+    result.errors["unfused"] = error("unfused")
+    result.errors["braze"] = error("braze")
+    for limit in range(len(result.decisions)):
+        result.bisect_errors[limit] = error(f"limit-{limit}")
+    result.bisect_errors[len(result.decisions)] = result.errors["braze"]
+    bad = [k for k, e in sorted(result.bisect_errors.items()) if e > result.tolerance]
+    if bad and result.verdict == "braze's passes break the model" and bad[0] > 0:
+        result.first_bad_decision = bad[0]
+    return result

@@ -170,6 +170,54 @@ class MaskedFill(nn.Module):
         return torch.where(mask, x * 2.0, torch.zeros_like(x)), mask.logical_not()
 
 
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand, 3x3 depthwise, 1x1 project, each with BatchNorm."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expand: int):
+        super().__init__()
+        hidden = cin * expand
+        self.residual = stride == 1 and cin == cout
+        self.block = nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(),
+            nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        return x + self.block(x) if self.residual else self.block(x)
+
+
+class MobileNetSmall(nn.Module):
+    """A MobileNetV2-style network: stem, four inverted residual blocks (depthwise convolutions,
+    ReLU6, BatchNorm), global pooling, classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU6())
+        self.blocks = nn.Sequential(InvertedResidual(16, 16, 1, 1), InvertedResidual(16, 24, 2, 6),
+                                    InvertedResidual(24, 24, 1, 6), InvertedResidual(24, 32, 2, 6))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+def mobilenet(dtype=torch.float32):
+    """MobileNetSmall (eval, seeded, BatchNorm statistics that are not the identity) and a
+    2x3x32x32 input, in `dtype`."""
+    torch.manual_seed(0)
+    model = MobileNetSmall().eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.3, 0.3)
+                m.running_var.uniform_(0.5, 1.5)
+    return model.to(dtype), (torch.randn(2, 3, 32, 32).to(dtype),)
+
+
+def mobilenet_bf16():
+    return mobilenet(torch.bfloat16)
+
+
 class ElementwiseChain(nn.Module):
     """The bench's memory-bound chain on one tensor."""
 
@@ -295,6 +343,8 @@ CASES = [
     Case("bfloat16_chain", _seeded(lambda: (BFloat16Chain(), (torch.randn(16, 32).bfloat16(), torch.randn(16, 32).bfloat16()), {})),
          2e-2, "bfloat16 elementwise chain"),
     Case("masked_fill_bool", _seeded(lambda: (MaskedFill(), (torch.randn(6, 10), torch.rand(6, 10) > 0.5), {})), 0.0, "bool mask input and output"),
+    Case("mobilenet", lambda: (*mobilenet(), {}), 1e-4, "MobileNetV2-style: depthwise convolutions, ReLU6, BatchNorm"),
+    Case("mobilenet_bf16", lambda: (*mobilenet_bf16(), {}), 3e-2, "the same in bfloat16"),
     Case("transformer_encoder_256", _seeded(lambda: (nn.TransformerEncoderLayer(256, 4, batch_first=True),
                                                      (torch.randn(2, 16, 256),), {})),
          1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward"),
