@@ -183,10 +183,12 @@ def default_output_storage(target: Target) -> bool:
     return target.device == "cuda"
 
 
-def _common_flags(target: Target) -> list[str]:
-    """Flags every compile gets: float64 stays float64 (IREE demotes it to float32 by default,
-    which changed the dtype and precision of float64 models' results)."""
-    return ["--iree-input-demote-f64-to-f32=false"]
+def _common_flags(target: Target, float64: bool) -> list[str]:
+    """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
+    default, which changed the dtype and precision of float64 models' results). Others keep
+    IREE's demotion of the float64 torch-mlir's lowerings use inside (a layer norm's statistics):
+    kept as float64, they made IREE's CUDA reduction fail to compile ("failed to distribute")."""
+    return ["--iree-input-demote-f64-to-f32=false"] if float64 else []
 
 
 INLINED_CONSTANT_BYTES = 256
@@ -226,10 +228,11 @@ def _hoist_small_bf16_constants(module) -> None:
                 use.owner.operands[use.operand_number] = barrier.results[0]
 
 
-def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool):
+def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool,
+             float64: bool = False):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
-    flags = _common_flags(target) + list(extra_flags or [])
+    flags = _common_flags(target, float64) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cpu":
         hooks.append(_hoist_small_bf16_constants)
@@ -247,9 +250,9 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
 
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
                        output_storage: bool = False, transient_storage: bool = False,
-                       what: str = "the module") -> CompiledVmfb:
+                       what: str = "the module", float64: bool = False) -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64)
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:
@@ -261,8 +264,9 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
 
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,
-               output_storage: bool = False, transient_storage: bool = False) -> tuple[str, list[str]]:
+               output_storage: bool = False, transient_storage: bool = False,
+               float64: bool = False) -> tuple[str, list[str]]:
     """What compile_for_target hands IREE's compiler, without compiling: the module text (in
     IREE's context, after braze's hooks) and the flags."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage)
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64)
     return module_text(source, module_hook=hook), flags

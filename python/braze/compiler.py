@@ -310,7 +310,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
         output_storage = backend.default_output_storage(tgt)
     compiled = backend.compile_for_target(lowered.bytecode(), tgt, _flag_list(iree_flags),
                                           output_storage=output_storage, transient_storage=transient_storage,
-                                          what=f"{type(model).__name__} for {tgt.describe()}")
+                                          what=f"{type(model).__name__} for {tgt.describe()}",
+                                          float64=lowered.float64)
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
@@ -335,6 +336,8 @@ class Lowered:
     """Program inputs IREE may write in place (passes/abi.py): the runtime passes copies."""
     copy_outputs: frozenset = frozenset()
     """Program outputs that may alias an input or a constant: the runtime returns copies."""
+    float64: bool = False
+    """Whether the program takes or returns float64 tensors (IREE must not demote float64)."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -402,4 +405,9 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             f"check that fails on every call ('{message}'), for a case its lowering does not support "
             "(e.g. adaptive pooling whose input size the output size does not divide). Change that op's "
             "sizes or replace it; the raw torch-mlir + IREE toolchain fails the same way, at run time.")
-    return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased)
+    # float64 stays float64 where the model takes or returns it; internal float64 (torch-mlir's
+    # layer norm computes its statistics so) is demoted as IREE does by default: kept, it made
+    # IREE's CUDA reduction fail to compile ("failed to distribute").
+    sig = imported.signature
+    float64 = any(s.dtype == "float64" for s in sig.program_inputs + sig.outputs)
+    return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64)

@@ -1,0 +1,104 @@
+"""Fuzzing calls: random models from the differential suite's generator, each compiled once and
+called with random valid inputs in unusual layouts (transposed views, slices with an offset,
+broadcast strides, numpy arrays, Fortran order) and random invalid ones (wrong dtype, shape,
+count, type, sparse). Valid calls must match eager; invalid ones must raise a BrazeError and
+leave the inputs as they were. Seeds are fixed; about 30 s."""
+
+import copy
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import braze
+from braze.randomgraphs import max_error, random_graph, tolerance
+
+SEEDS = range(1000, 1016)
+CALLS = 12
+
+
+def _odd_layout(rng: random.Random, t: torch.Tensor) -> torch.Tensor:
+    """The same values as `t` in another memory layout."""
+    kind = rng.choice(["contiguous", "transposed", "offset", "expanded", "channels_last", "strided"])
+    if kind == "transposed" and t.dim() >= 2:
+        return t.transpose(0, 1).contiguous().transpose(0, 1)
+    if kind == "offset":
+        flat = torch.empty(t.numel() + 7, dtype=t.dtype)
+        view = flat[7:].view(t.shape)
+        view.copy_(t)
+        return view
+    if kind == "expanded" and t.dim() >= 1 and t.shape[0] > 1 and bool((t == t[:1]).all()):
+        return t[:1].expand(t.shape)
+    if kind == "channels_last" and t.dim() == 4:
+        return t.contiguous(memory_format=torch.channels_last)
+    if kind == "strided" and t.dim() >= 1:
+        wide = torch.empty((t.shape[0] * 2, *t.shape[1:]), dtype=t.dtype)
+        wide[::2] = t
+        return wide[::2]
+    return t.clone()
+
+
+def _invalid(rng: random.Random, args: tuple) -> tuple[tuple, str]:
+    i = rng.randrange(len(args))
+    a = args[i]
+    kind = rng.choice(["dtype", "shape", "count", "type", "sparse", "zero"])
+    bad = list(args)
+    if kind == "dtype":
+        bad[i] = a.to(torch.float64 if a.dtype != torch.float64 else torch.float32)
+    elif kind == "shape":
+        bad[i] = torch.zeros(*(s + 1 for s in a.shape), dtype=a.dtype)
+    elif kind == "count":
+        bad = bad + [a]
+    elif kind == "type":
+        bad[i] = a.tolist()
+    elif kind == "sparse" and a.dim() >= 1 and a.dtype.is_floating_point:
+        bad[i] = a.to_sparse()
+    else:
+        bad[i] = torch.zeros(0, dtype=a.dtype)
+    return tuple(bad), kind
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fuzzed_calls(seed):
+    model, examples = random_graph(seed)
+    compiled = braze.compile(model, *examples)
+    wide = copy.deepcopy(model).double()
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    for call in range(CALLS):
+        fresh = tuple(torch.randn(a.shape, generator=gen) if a.dtype.is_floating_point else
+                      torch.randint(-20, 20, a.shape, generator=gen, dtype=a.dtype) for a in examples)
+        with torch.no_grad():
+            expected = model(*fresh)
+        if rng.random() < 0.3:
+            bad, kind = _invalid(rng, fresh)
+            before = [b.clone() if isinstance(b, torch.Tensor) and b.layout == torch.strided else None for b in bad]
+            with pytest.raises(braze.BrazeError):
+                compiled(*bad)
+            for b, kept in zip(bad, before):
+                if kept is not None:
+                    assert torch.equal(b, kept), f"seed {seed} call {call}: a rejected call changed its input ({kind})"
+            continue
+        if rng.random() < 0.25:
+            got = compiled(*[a.numpy() for a in fresh])
+            got = tuple(torch.from_numpy(g) for g in got) if isinstance(got, tuple) else torch.from_numpy(got)
+        else:
+            inputs = tuple(_odd_layout(rng, a) for a in fresh)
+            kept = [a.clone() for a in inputs]
+            got = compiled(*inputs)
+            assert all(torch.equal(a, k) for a, k in zip(inputs, kept)), f"seed {seed}: an input changed"
+        with torch.no_grad():
+            wide_expected = wide(*[a.double() if a.dtype.is_floating_point else a for a in fresh])
+        limit = tolerance(model, max_error(expected, wide_expected))
+        assert max_error(got, wide_expected) <= limit, f"{model.describe()} call {call}"
+
+
+def test_numpy_views_and_fortran_order():
+    model, examples = random_graph(3)
+    compiled = braze.compile(model, *examples)
+    arrays = [np.asfortranarray(a.numpy()) for a in examples]
+    got = compiled(*arrays)
+    expected = model(*examples)
+    got = tuple(torch.from_numpy(g) for g in got) if isinstance(got, tuple) else torch.from_numpy(got)
+    assert max_error(got, expected) <= 1e-5
