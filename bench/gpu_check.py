@@ -36,15 +36,20 @@ def build(out: Path, devices: list[str], cuda_target: str, vulkan_target: str, o
         for device in devices:
             target = cuda_target if device == "cuda" else vulkan_target
             t0 = time.perf_counter()
-            compiled = braze.compile(model, *args, example_kwargs=kwargs, device=device, target=target)
-            seconds = time.perf_counter() - t0
             name = f"{case.name}.{device}.braze"
+            entry = {"name": case.name, "device": device, "target": target, "artifact": name,
+                     "data": f"{case.name}.pt", "rtol": case.rtol}
+            try:
+                compiled = braze.compile(model, *args, example_kwargs=kwargs, device=device, target=target)
+            except braze.BrazeError as e:  # a model that does not compile is a failed row, not the end
+                entry.update(artifact=None, dispatch_count=None, error=f"{type(e).__name__}: {str(e).splitlines()[0]}")
+                manifest["cases"].append(entry)
+                print(f"FAILED {name}: {entry['error'][:200]}", flush=True)
+                continue
+            seconds = time.perf_counter() - t0
             compiled.save(out / name, overwrite=True)
-            manifest["cases"].append({
-                "name": case.name, "device": device, "target": target, "artifact": name,
-                "data": f"{case.name}.pt", "rtol": case.rtol,
-                "dispatch_count": compiled.report.dispatch_count, "compile_seconds": round(seconds, 2),
-            })
+            entry.update(dispatch_count=compiled.report.dispatch_count, compile_seconds=round(seconds, 2))
+            manifest["cases"].append(entry)
             print(f"built {name}: {compiled.report.dispatch_count} dispatches, {seconds:.1f} s", flush=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return 0
@@ -68,6 +73,8 @@ def run(directory: Path) -> int:
         args, kwargs, expected = data["args"], data["kwargs"], data["expected"]
         note = ""
         try:
+            if entry["artifact"] is None:
+                raise RuntimeError("did not compile: " + entry["error"])
             module = braze.load(directory / entry["artifact"], device=device)
             if device == "cuda":
                 from torch.utils._pytree import tree_map

@@ -44,6 +44,8 @@ class CompiledVmfb:
     vmfb: bytes
     dispatch_count: int | None
     executable_count: int | None
+    at_hal: object = None
+    """What compile_module's `at_hal` callback returned (the CUDA launch plan)."""
 
 
 _PROBED: dict[tuple, str | None] = {}
@@ -85,11 +87,28 @@ def module_text(source: bytes, *, module_hook=None) -> str:
         return module.operation.get_asm(enable_debug_info=False)
 
 
-def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: str = "the module") -> CompiledVmfb:
+def _phases(inv) -> tuple:
+    """The C API's compile-to and compile-from phase setters, which IREE's Python wrapper lacks."""
+    import ctypes
+
+    from iree.compiler.api import ctypes_dl
+
+    lib = ctypes_dl._dylib
+    for fn in (lib.ireeCompilerInvocationSetCompileToPhase, lib.ireeCompilerInvocationSetCompileFromPhase):
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_char_p], None
+    return (lambda phase: lib.ireeCompilerInvocationSetCompileToPhase(inv._inv_p, phase.encode()),
+            lambda phase: lib.ireeCompilerInvocationSetCompileFromPhase(inv._inv_p, phase.encode()))
+
+
+def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: str = "the module",
+                   at_hal=None) -> CompiledVmfb:
     """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
 
     `module_hook(ir.Module)` may edit the parsed module in IREE's context before
-    compilation (used to attach explicit device targets).
+    compilation (used to attach explicit device targets). `at_hal(module_op)`, when given, is
+    called with the program at IREE's `hal` phase (host code as HAL commands, executables
+    serialized), in the same invocation, which then goes on to VM bytecode; what it returns is
+    CompiledVmfb.at_hal.
     """
     with tempfile.TemporaryDirectory(prefix="braze-iree-") as tmp:
         stats_path = os.path.join(tmp, "stats.json")
@@ -116,10 +135,23 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
             handle = ctx.attach_diagnostic_handler(
                 lambda d: diagnostics.append(f"{d.location}: {d.message}") or True
             )
+            found = None
             try:
                 # IREE's passes and LLVM's linker print to fd 2: kept for the error, else dropped.
                 with captured_stderr() as native:
-                    ok = inv.execute()
+                    if at_hal is None:
+                        ok = inv.execute()
+                    else:
+                        to_phase, from_phase = _phases(inv)
+                        to_phase("hal")
+                        ok = inv.execute()
+                        if ok:
+                            hal_module = inv.export_module()
+                            found = at_hal(hal_module)
+                            inv.import_module(hal_module)
+                            from_phase("hal")
+                            to_phase("end")
+                            ok = inv.execute()
             finally:
                 handle.detach()
         if not ok:
@@ -134,4 +166,4 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
             agg = stats.get("stream-aggregate", {})
             dispatches = agg.get("execution", {}).get("dispatch-count")
             executables = agg.get("executable", {}).get("executable-count")
-        return CompiledVmfb(vmfb, dispatches, executables)
+        return CompiledVmfb(vmfb, dispatches, executables, found)

@@ -40,21 +40,27 @@ def runtime_version() -> str:
 
 
 def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool = False,
-          arrays: list | None = None) -> Path:
+          arrays: list | None = None, files: dict[str, bytes] | None = None) -> Path:
     """Write an artifact atomically: the file appears whole, or not at all; without `overwrite`
     an existing path is never replaced (even by a concurrent save), and nothing but a regular
     file is ever replaced."""
     path = Path(path)
     meta = dict(metadata)
     blobs = [_npy(a) for a in arrays or []]
+    files = dict(files or {})
+    if any(name in (METADATA, VMFB) or name.startswith(STATE + "/") or ".." in name for name in files):
+        raise ValueError(f"artifact file names {sorted(files)} clash with braze's own")
     meta.update(format=FORMAT, format_version=FORMAT_VERSION, vmfb_sha256=hashlib.sha256(vmfb).hexdigest(),
-                state_sha256=[hashlib.sha256(b).hexdigest() for b in blobs])
+                state_sha256=[hashlib.sha256(b).hexdigest() for b in blobs],
+                files_sha256={name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
         z.writestr(METADATA, json.dumps(meta, indent=2, sort_keys=True))
         z.writestr(VMFB, vmfb)
         for i, blob in enumerate(blobs):
             z.writestr(f"{STATE}/{i}.npy", blob)
+        for name, data in files.items():
+            z.writestr(name, data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -84,9 +90,9 @@ def _npy(array) -> bytes:
     return out.getvalue()
 
 
-def read(path: str | os.PathLike) -> tuple[bytes, dict, list]:
-    """(program, metadata, buffer values as numpy arrays) of an artifact; ArtifactError if it
-    is not a whole braze artifact of this format and IREE release."""
+def read(path: str | os.PathLike) -> tuple[bytes, dict, list, dict[str, bytes]]:
+    """(program, metadata, buffer values as numpy arrays, other files) of an artifact;
+    ArtifactError if it is not a whole braze artifact of this format and IREE release."""
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"no artifact at {path}: the file does not exist")
@@ -105,6 +111,10 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict, list]:
                 raise ValueError("its metadata is not a JSON object")
             count = len(meta.get("state_sha256") or [])
             blobs = [z.read(f"{STATE}/{i}.npy") for i in range(count)]
+            listed = meta.get("files_sha256") or {}
+            if not isinstance(listed, dict):
+                raise ValueError("its file list is not a JSON object")
+            files = {name: z.read(name) for name in listed}
     except ArtifactError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as e:
@@ -123,6 +133,8 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict, list]:
         raise ArtifactError(f"{path} is corrupt: its program does not match the checksum saved with it")
     if [hashlib.sha256(b).hexdigest() for b in blobs] != list(meta.get("state_sha256") or []):
         raise ArtifactError(f"{path} is corrupt: its buffer values do not match the checksums saved with them")
+    if any(hashlib.sha256(files[n]).hexdigest() != sha for n, sha in (meta.get("files_sha256") or {}).items()):
+        raise ArtifactError(f"{path} is corrupt: a file in it does not match the checksum saved with it")
     arrays = [_load_npy(b, path) for b in blobs]
     versions = meta.get("versions") if isinstance(meta.get("versions"), dict) else {}
     saved = versions.get("iree_compiler", "unknown")
@@ -133,7 +145,7 @@ def read(path: str | os.PathLike) -> tuple[bytes, dict, list]:
             f"IREE programs need a runtime of the same release. Install iree-base-runtime=={saved} "
             "or recompile the model here."
         )
-    return vmfb, meta, arrays
+    return vmfb, meta, arrays, files
 
 
 def _load_npy(blob: bytes, path) -> object:

@@ -206,10 +206,10 @@ def _elements(shape) -> int:
 def _hoist_small_bf16_constants(module) -> None:
     """Keep each bf16 tensor constant IREE would inline into a dispatch outside it.
 
-    IREE 3.13's llvm-cpu bf16 emulation (iree-convert-bf16-arith-to-f32) fails on a bf16
-    constant inlined into a dispatch ("'arith.constant' op failed to verify that all of {value,
+    IREE 3.13's bf16 emulation for llvm-cpu and SPIR-V (iree-convert-bf16-arith-to-f32) fails on
+    a bf16 constant inlined into a dispatch ("'arith.constant' op failed to verify that all of {value,
     result} have same type"): every bf16 Linear or BatchNorm with small weights failed to
-    compile for the CPU. Behind a `util.optimization_barrier` the constant is neither inlined
+    compile for the CPU or Vulkan. Behind a `util.optimization_barrier` the constant is neither inlined
     nor folded into its users: the dispatch reads it through a binding, which the emulation
     handles. The values are the same."""
     with module.context, iree_ir.Location.unknown():
@@ -234,7 +234,7 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
     flags = _common_flags(target, float64) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
-    if target.device == "cpu":
+    if target.device in ("cpu", "vulkan"):
         hooks.append(_hoist_small_bf16_constants)
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:
         hooks.append(_attach_device(cuda_device_target(target.arch)))
@@ -250,9 +250,19 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
 
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
                        output_storage: bool = False, transient_storage: bool = False,
-                       what: str = "the module", float64: bool = False) -> CompiledVmfb:
-    """Compile for the target; main takes braze's buffer arguments as _wrap_main describes."""
+                       what: str = "the module", float64: bool = False,
+                       launch_plan: tuple[list[int], list[int]] | None = None) -> CompiledVmfb:
+    """Compile for the target; main takes braze's buffer arguments as _wrap_main describes.
+
+    launch_plan: (input bytes, output bytes) of main's tensors: also read a CUDA launch plan off
+    IREE's HAL program (braze.cuda.build); CompiledVmfb.at_hal is the plan, or why there is none."""
     flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64)
+    at_hal = None
+    if launch_plan is not None:
+        from .cuda.build import plan_or_reason
+
+        inputs, outputs = launch_plan
+        at_hal = lambda module_op: plan_or_reason(module_op, inputs, outputs)  # noqa: E731
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:
@@ -260,7 +270,7 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
             raise DeviceError(f"target={target.arch!r} is not a CPU IREE's LLVM knows for this machine's "
                               f"architecture ({first}); use 'host', 'generic' or an LLVM CPU name such as "
                               "'znver3', 'skylake-avx512' or 'x86-64-v3'")
-    return compile_module(source, flags, module_hook=hook, what=what)
+    return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
 
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,

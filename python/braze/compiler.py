@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import artifact
-from .errors import ArtifactError, BrazeWarning, DependencyError, DeviceError, InputError
+from .errors import ArtifactError, BrazeWarning, CompileError, DependencyError, DeviceError, InputError
 from .report import Report
 from .signature import Signature
 from .targets import Target, resolve
+
+RUNTIMES = ("auto", "launch", "iree")
+PLAN_FILE = "cuda/plan.json"
 
 ATTENTION_AS_ONE_OP = {"cuda": ("bfloat16", "float16")}
 """Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §12)."""
@@ -35,7 +38,7 @@ class CompiledModule:
 
     def __init__(self, vmfb: bytes, target: Target, signature: Signature, report: Report,
                  versions: dict | None = None, source: str = "the compiled module", abi: dict | None = None,
-                 state=None, outputs: str = "auto"):
+                 state=None, outputs: str = "auto", plan=None, runtime: str = "auto"):
         self.vmfb = vmfb
         self.abi = {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": [],
                     **(abi or {})}
@@ -50,6 +53,16 @@ class CompiledModule:
             raise InputError(f"outputs={outputs!r}: braze returns 'torch' tensors, 'numpy' arrays, or 'auto' "
                              "(the kind of the inputs; torch for a model without tensor inputs)")
         self.output_kind = outputs
+        if runtime not in RUNTIMES:
+            raise InputError(f"runtime={runtime!r}: braze runs modules with 'launch' (its CUDA launcher, on "
+                             "torch's stream), 'iree' (iree.runtime) or 'auto' (the launcher where it can)")
+        if runtime == "launch" and plan is None:
+            raise InputError(f"runtime='launch' needs a CUDA launch plan, which {source} has not "
+                             f"({report.launch_plan or 'not compiled for CUDA'}); use runtime='iree'")
+        self.plan = plan
+        """The CUDA launch plan (braze.cuda.plan.LaunchPlan) or None."""
+        self.runtime = runtime
+        self._launcher = None
         self._state = state
         """Where the buffers the program updates live: the model (compiled here: its own buffers,
         read and written on every call, as eager does) or a dict name -> array (loaded)."""
@@ -70,6 +83,27 @@ class CompiledModule:
                                     copy_inputs=frozenset(self.abi["copy_inputs"]),
                                     copy_outputs=frozenset(self.abi["copy_outputs"]))
         return self._program
+
+    @property
+    def launcher(self):
+        """braze's CUDA launcher for this module (created on first use; needs torch and the GPU)."""
+        if self._launcher is None:
+            from .cuda.launch import Launcher
+
+            self._launcher = Launcher(self.plan, self.signature.program_inputs, self.signature.outputs,
+                                      copy_inputs=frozenset(self.abi["copy_inputs"]))
+        return self._launcher
+
+    def _uses_launcher(self, values: list) -> bool:
+        if self.plan is None or self.runtime == "iree":
+            return False
+        if self.runtime == "launch":
+            return True
+        if not all(type(v).__module__.startswith("torch") for v in values):
+            return False  # numpy arrays go through iree.runtime, host copies and all
+        import torch
+
+        return torch.cuda.is_available() and (not values or all(getattr(v, "is_cuda", False) for v in values))
 
     def state(self) -> list:
         """The current values of the buffers the program reads and updates, in its order."""
@@ -96,7 +130,9 @@ class CompiledModule:
             values, names = state + values, self._state_names + self._names
         else:
             names = self._names
-        if self._wants_torch(values):
+        if self._uses_launcher(values):
+            outputs = self.launcher(values, names)
+        elif self._wants_torch(values):
             outputs = self.program.call_torch(values, names)
         else:
             outputs = self.program(values, names)
@@ -129,7 +165,12 @@ class CompiledModule:
             "abi": self.abi,
         }
         arrays = [_host_array(v, spec.dtype) for v, spec in zip(self.state(), self.signature.state_specs)]
-        return artifact.write(path, self.vmfb, meta, overwrite=overwrite, arrays=arrays)
+        files = {}
+        if self.plan is not None:
+            files = dict(self.plan.blobs())
+            files[PLAN_FILE] = json.dumps(self.plan.to_json()).encode()
+        meta["runtime"] = self.runtime
+        return artifact.write(path, self.vmfb, meta, overwrite=overwrite, arrays=arrays, files=files)
 
     def __repr__(self) -> str:
         ins = ", ".join(s.describe() for s in self.signature.inputs)
@@ -178,12 +219,15 @@ def _host_array(value, dtype: str):
     return np.array(value, copy=True)
 
 
-def load(path: str | os.PathLike, device: str | None = None, outputs: str = "auto") -> CompiledModule:
+def load(path: str | os.PathLike, device: str | None = None, outputs: str = "auto",
+         runtime: str | None = None) -> CompiledModule:
     """Load a saved artifact. Needs only iree-base-runtime and numpy (torch optional).
 
     outputs: 'auto' (the kind of the inputs: torch tensors in, torch out; numpy in, numpy out),
-    'torch' or 'numpy'."""
-    vmfb, meta, arrays = artifact.read(path)
+    'torch' or 'numpy'. runtime: 'launch' (braze's CUDA launcher on torch's stream; needs torch,
+    the GPU and a launch plan in the artifact), 'iree' (iree.runtime) or 'auto' (as saved: the
+    launcher where the module has a plan and torch has the GPU, else iree.runtime)."""
+    vmfb, meta, arrays, files = artifact.read(path)
     try:
         target, signature, abi = _parse_metadata(meta)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -202,10 +246,32 @@ def load(path: str | os.PathLike, device: str | None = None, outputs: str = "aut
         )
     report = Report.from_json(meta.get("report", {}) if isinstance(meta.get("report"), dict) else {})
     state = dict(zip(signature.state, (_from_host(a, spec.dtype) for a, spec in zip(arrays, signature.state_specs))))
+    plan = None
+    if PLAN_FILE in files:
+        from .cuda.plan import LaunchPlan
+
+        try:
+            plan = LaunchPlan.from_json(json.loads(files[PLAN_FILE]), files)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ArtifactError(f"{path} has a damaged CUDA launch plan ({type(e).__name__}: {e}); "
+                                "load it with runtime='iree' or save it again") from None
+    chosen = runtime or (meta.get("runtime") if meta.get("runtime") in RUNTIMES else "auto")
     module = CompiledModule(vmfb, target, signature, report, meta.get("versions"), source=str(path),
-                            abi=abi, state=state, outputs=outputs)
-    module.program  # open the device now: a missing device or bad program fails at load time
+                            abi=abi, state=state, outputs=outputs, plan=plan if chosen != "iree" else None,
+                            runtime=chosen)
+    if module.plan is not None and (chosen == "launch" or _cuda_available()):
+        module.launcher  # load the kernels and weights now: a bad plan fails at load time
+    else:
+        module.program  # open the device now: a missing device or bad program fails at load time
     return module
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 def _parse_metadata(meta: dict) -> tuple[Target, Signature, dict]:
@@ -231,6 +297,15 @@ def _from_host(array, dtype: str):
         return array
     tensor = torch.from_numpy(array.copy())
     return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+
+
+def _nbytes(spec) -> int:
+    width = {"float64": 8, "int64": 8, "complex128": 16, "complex64": 8, "float32": 4, "int32": 4,
+             "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}[spec.dtype]
+    n = 1
+    for d in spec.shape:
+        n *= d
+    return n * width
 
 
 def _flag_list(flags) -> list[str]:
@@ -269,7 +344,8 @@ def versions() -> dict:
 def compile(model, *example_inputs, device: str = "cpu", target: str | None = None,
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
-            attention: bool | None = None, decision_limit: int | None = None, **options) -> CompiledModule:
+            attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
+            **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -289,6 +365,11 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §12).
       IREE 3.13's float32 attention kernel on CUDA and its CPU one ran far slower than the
       three dispatches, and it cannot compile the op for Vulkan.
+    runtime: how a CUDA module runs: 'launch' (braze's launcher: IREE's kernels issued on torch's
+      current stream, asynchronously, capturable in torch.cuda.graph; needs a launch plan, which
+      braze reads off IREE's program), 'iree' (iree.runtime, synchronous), or None (the launcher
+      when the module has a plan and torch has the GPU, else iree.runtime; always iree.runtime
+      on the CPU and Vulkan). The report says which and, without a plan, why.
     decision_limit: apply only the first N rewrite decisions braze's passes make (groups formed,
       convolutions rewritten, tiles attached; `report.decisions` lists them all), as LLVM's
       -opt-bisect-limit: braze.check bisects it to find the decision that breaks a model.
@@ -308,10 +389,31 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     t0 = time.perf_counter()
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
+    if runtime not in (None,) + RUNTIMES:
+        raise InputError(f"runtime={runtime!r}: use 'launch', 'iree' or None (the launcher where it can run)")
+    plan_sizes = None
+    if tgt.device == "cuda" and runtime != "iree":
+        if output_storage:
+            plan_sizes = ([_nbytes(s) for s in lowered.signature.program_inputs],
+                          [_nbytes(s) for s in lowered.signature.outputs])
+        else:
+            report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     compiled = backend.compile_for_target(lowered.bytecode(), tgt, _flag_list(iree_flags),
                                           output_storage=output_storage, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}",
-                                          float64=lowered.float64)
+                                          float64=lowered.float64, launch_plan=plan_sizes)
+    plan = None
+    if plan_sizes is not None:
+        if isinstance(compiled.at_hal, str):
+            report.launch_plan = f"none: {compiled.at_hal}"
+        else:
+            plan = compiled.at_hal
+            report.launch_plan = (f"{sum(s.op == 'dispatch' for s in plan.steps)} kernels, "
+                                  f"{sum(s.op != 'dispatch' for s in plan.steps)} fills/copies, "
+                                  f"{plan.transient_bytes} transient bytes")
+    if runtime == "launch" and plan is None:
+        raise CompileError(f"runtime='launch': {type(model).__name__} has no CUDA launch plan "
+                           f"({report.launch_plan or 'not compiled for CUDA'}); compile with runtime='iree'")
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
@@ -319,7 +421,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                           source=f"the compiled {type(model).__name__}",
                           abi={"output_storage": output_storage, "transient_storage": transient_storage,
                                "copy_inputs": sorted(lowered.copy_inputs), "copy_outputs": sorted(lowered.copy_outputs)},
-                          state=model if lowered.signature.state else None)
+                          state=model if lowered.signature.state else None, plan=plan,
+                          runtime=runtime or "auto")
 
 
 @dataclass

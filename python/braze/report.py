@@ -29,6 +29,8 @@ class Report:
     fusion_text: str = ""
     kernel_configs: list[dict] = field(default_factory=list)
     """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
+    launch_plan: str = ""
+    """CUDA: what braze's launcher runs (kernels, fills and copies), or 'none: why'."""
     decisions: list[str] = field(default_factory=list)
     """The rewrites braze's passes decided to make, in order ('pass: what'); see compile(decision_limit=)."""
     attention: dict[str, int] = field(default_factory=dict)
@@ -65,6 +67,8 @@ class Report:
             rows.append(("attention as one op", f"{self.attention.get('fused', 0)} "
                          f"({self.attention.get('rewritten', 0)} from matmul/softmax/matmul)"))
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
+        if self.launch_plan:
+            rows.append(("CUDA launch plan", self.launch_plan))
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
         width = max(len(k) for k, _ in rows)

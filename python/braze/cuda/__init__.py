@@ -1,0 +1,3 @@
+"""Running IREE's CUDA kernels on torch's stream: the launch plan (plan.py, no dependencies),
+reading it off IREE's HAL program (build.py, compile side), and launching it with the CUDA
+driver (launch.py, runtime side: torch and libcuda)."""

@@ -1,0 +1,502 @@
+"""Reading the launch plan off IREE's HAL-level program (compile side: IREE's bindings).
+
+braze compiles a CUDA module in one IREE invocation that stops at the `hal` phase, where
+`main` is a straight-line list of HAL commands (command buffer fills, copies and dispatches
+with constant grids, push constants and binding ranges) and the initializers create the
+executables (CUDA flatbuffers holding PTX) and the constant buffers; then the same invocation
+goes on to VM bytecode. This module interprets that HAL program symbolically, op by op, into a
+LaunchPlan: nothing is re-derived, every number comes from IREE's output.
+
+What it does not recognize (control flow that depends on run-time values, calls, dynamic
+allocations, queue operations other than one execute, any other op) makes the plan
+unavailable, with the op named: the module then runs through iree.runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from braze._iree_compiler import iree_ir
+from braze.irutil import all_ops
+
+from .plan import Executable, LaunchPlan, Output, Ref, Step, read_cuda_executable
+
+
+class Unsupported(Exception):
+    """The HAL program does something the plan cannot express."""
+
+
+@dataclass
+class _Buffer:
+    ref: Ref
+    size: int
+    offset: int = 0
+
+
+@dataclass
+class _Bytes:
+    data: bytes
+
+
+@dataclass
+class _Commands:
+    steps: list = field(default_factory=list)
+
+
+@dataclass
+class _View:
+    buffer: _Buffer
+    offset: int
+    length: int
+
+
+_IGNORED = {
+    "hal.device.queue.dealloca",
+    "hal.buffer.assert", "hal.buffer_view.assert", "util.status.check_ok", "hal.command_buffer.execution_barrier",
+    "hal.command_buffer.finalize", "hal.fence.await", "hal.command_buffer.begin_debug_group",
+    "hal.command_buffer.end_debug_group",
+}
+_TOKENS = {
+    "util.null", "hal.device.allocator", "hal.fence.create", "hal.memory_type", "hal.buffer_usage", "hal.element_type",
+    "hal.encoding_type", "hal.devices.get", "hal.devices.count", "hal.ex.file.from_memory", "hal.fence.join",
+}
+
+
+def _int_attr(attr) -> int:
+    return int(iree_ir.IntegerAttr(attr).value)
+
+
+class _Interpreter:
+    def __init__(self, module_op, resources: dict[str, bytes], input_bytes: list[int], output_bytes: list[int],
+                 transient_bytes: int):
+        self.module = module_op
+        self.resources = resources
+        self.input_bytes, self.output_bytes, self.transient_bytes = input_bytes, output_bytes, transient_bytes
+        self.globals: dict[str, object] = {}
+        self.executables: list[Executable] = []
+        self.executable_index: dict[str, int] = {}
+        self.constants: list[bytes] = []
+        self.steps: list[Step] = []
+        self.init_steps: list[Step] = []
+        self.binaries = self._binaries()
+
+    # -- executables and constants ------------------------------------------------------
+
+    def _binaries(self) -> dict[str, bytes]:
+        """'@executable::@variant' -> the binary's bytes, for the CUDA variants."""
+        found = {}
+        for exe in all_ops(self.module, "hal.executable"):
+            name = iree_ir.StringAttr(exe.attributes["sym_name"]).value
+            for binary in all_ops(exe, "hal.executable.binary"):
+                variant = iree_ir.StringAttr(binary.attributes["sym_name"]).value
+                fmt = iree_ir.StringAttr(binary.attributes["format"]).value
+                if fmt != "cuda-nvptx-fb":
+                    continue
+                found[f"@{name}::@{variant}"] = np.array(binary.attributes["data"]).astype(np.int8).tobytes()
+        return found
+
+    def _executable(self, symbol: str) -> int:
+        if symbol not in self.executable_index:
+            if symbol not in self.binaries:
+                raise Unsupported(f"executable {symbol} is not a CUDA binary")
+            self.executable_index[symbol] = len(self.executables)
+            self.executables.append(read_cuda_executable(self.binaries[symbol]))
+        return self.executable_index[symbol]
+
+    def _constant_bytes(self, text: str, size: int) -> bytes:
+        """The bytes of a util.buffer.constant's value (a composite of elements, or one)."""
+        text = text.strip()
+        if text.startswith("#util.composite<"):
+            inner = text[text.index("[") + 1: text.rindex("]")]
+            parts = [p.strip() for p in _split_top(inner) if p.strip()]
+            data = b"".join(self._element_bytes(p) for p in parts)
+        else:
+            data = self._element_bytes(text)
+        if len(data) != size:
+            raise Unsupported(f"constant of {len(data)} bytes where {size} were declared")
+        return data
+
+    def _element_bytes(self, text: str) -> bytes:
+        resource = re.match(r"dense_resource<([^>]+)>\s*:", text)
+        if resource:
+            blob = self.resources.get(resource.group(1))
+            if blob is None:
+                raise Unsupported(f"constant resource {resource.group(1)} not found")
+            return blob[4:]  # MLIR's blob encoding: a 4-byte alignment, then the bytes
+        pattern = re.match(r"#util\.byte_pattern<(-?\d+)>\s*:\s*(.+)$", text)
+        if pattern:
+            return bytes([int(pattern.group(1)) & 0xFF]) * _type_bytes(pattern.group(2))
+        # A literal (splats are expanded by numpy's view of the attribute).
+        dense = iree_ir.DenseElementsAttr(iree_ir.Attribute.parse(text))
+        return np.ascontiguousarray(np.array(dense)).tobytes()
+
+    # -- the interpreter ------------------------------------------------------------------
+
+    def run_initializers(self) -> None:
+        for op in self.module.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name == "util.initializer":
+                stores = [iree_ir.FlatSymbolRefAttr(o.attributes["global"]).value
+                          for o in all_ops(op, "util.global.store")]
+                if stores and all(name.startswith("__device_") and "_query_" not in name
+                                  and "_executable_" not in name for name in stores):
+                    for name in stores:  # choosing the device: the launcher runs on torch's
+                        self.globals[name] = "device"
+                    continue
+                self.steps = []
+                self._run_region(op.regions[0], {}, initializer=True)
+                self.init_steps.extend(self.steps)  # constants computed at load (IREE's hoisting)
+
+    def run_main(self, function: str = "main") -> tuple[list[Step], list[Output]]:
+        funcs = [f for f in all_ops(self.module, "util.func")
+                 if iree_ir.StringAttr(f.attributes["sym_name"]).value == function]
+        if not funcs:
+            raise Unsupported(f"no util.func @{function}")
+        block = funcs[0].regions[0].blocks[0]
+        env: dict = {}
+        args = list(block.arguments)
+        n_in, n_out = len(self.input_bytes), len(self.output_bytes)
+        expected = n_in + n_out + (1 if self.transient_bytes else 0)
+        if len(args) not in (expected, n_in + n_out + 1, n_in + n_out):
+            raise Unsupported(f"@{function} takes {len(args)} arguments")
+        for i, a in enumerate(args):
+            if i < n_in:
+                env[a] = ("view", i)
+            elif i < n_in + n_out:
+                env[a] = _Buffer(Ref("output", i - n_in), self.output_bytes[i - n_in])
+            else:
+                env[a] = _Buffer(Ref("transient", 0), self.transient_bytes)
+        self.steps = []
+        results = self._run_region(funcs[0].regions[0], env, initializer=False)
+        outputs = []
+        for r in results:
+            if not isinstance(r, _View):
+                raise Unsupported("a result is not a buffer view")
+            outputs.append(Output(r.buffer.ref, r.buffer.offset + r.offset, r.length))
+        return self.steps, outputs
+
+    def _run_region(self, region, env: dict, initializer: bool):
+        blocks = list(region.blocks)
+        block = blocks[0]
+        for _ in range(10000):
+            jump = None
+            for op in block.operations:
+                op = op.operation
+                name = op.name
+                if name == "util.return":
+                    return [env[v] for v in op.operands]
+                if name == "cf.br":
+                    jump = (op.successors[0], [env[v] for v in op.operands])
+                    break
+                if name == "cf.cond_br":
+                    condition = env[op.operands[0]]
+                    if not isinstance(condition, (bool, int, np.bool_)):
+                        raise Unsupported("a branch on a value known only at run time")
+                    segments = list(iree_ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+                    values = list(op.operands)
+                    true_args = values[1:1 + segments[1]]
+                    false_args = values[1 + segments[1]:]
+                    if condition:
+                        jump = (op.successors[0], [env[v] for v in true_args])
+                    else:
+                        jump = (op.successors[1], [env[v] for v in false_args])
+                    break
+                self._op(op, env, initializer)
+            if jump is None:
+                raise Unsupported("a block without a terminator")
+            target, values = jump
+            for arg, value in zip(target.arguments, values):
+                env[arg] = value
+            block = target
+        raise Unsupported("a loop")
+
+    def _op(self, op, env: dict, initializer: bool) -> None:
+        name = op.name
+        operands = [env.get(v) for v in op.operands]
+        results = list(op.results)
+
+        def put(*values):
+            for r, v in zip(results, values):
+                env[r] = v
+
+        if name in _IGNORED:
+            return
+        if name in _TOKENS:
+            put(*([name] * len(results)))
+            return
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            put(_int_attr(attr) if isinstance(attr, iree_ir.IntegerAttr) else attr)
+            return
+        if name in ("arith.select",):
+            put(operands[1] if operands[0] else operands[2])
+            return
+        if name == "arith.cmpi":
+            predicate = _int_attr(op.attributes["predicate"])
+            a, b = operands
+            put({0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b}.get(predicate, None)
+                if isinstance(a, int) and isinstance(b, int) else None)
+            return
+        if name in ("arith.addi", "arith.muli", "arith.subi", "arith.index_cast", "arith.extui", "arith.trunci"):
+            if name == "arith.addi":
+                put(operands[0] + operands[1])
+            elif name == "arith.muli":
+                put(operands[0] * operands[1])
+            elif name == "arith.subi":
+                put(operands[0] - operands[1])
+            else:
+                put(operands[0])
+            return
+        if name == "util.global.load":
+            symbol = iree_ir.FlatSymbolRefAttr(op.attributes["global"]).value
+            if symbol.startswith("__device_") and symbol not in self.globals:
+                put("device")
+                return
+            if symbol not in self.globals:
+                raise Unsupported(f"global @{symbol} read before it is set")
+            put(self.globals[symbol])
+            return
+        if name == "util.global.store":
+            self.globals[iree_ir.FlatSymbolRefAttr(op.attributes["global"]).value] = operands[0]
+            return
+        if name == "hal.device.query":
+            key = str(op.attributes["key"]).strip('"')
+            category = str(op.attributes["category"]).strip('"')
+            if category == "hal.executable.format":
+                put(True, key == "cuda-nvptx-fb")
+                return
+            raise Unsupported(f"device query {category}::{key}")
+        if name == "hal.executable.create":
+            put(self._executable(str(op.attributes["executable_target"])))
+            return
+        if name == "hal.executable.lookup.function":
+            entry = str(op.attributes["entry_point"])
+            exe_symbol, _, kernel = entry.rpartition("::@")
+            index = self._executable(exe_symbol)
+            names = [k.name for k in self.executables[index].kernels]
+            if kernel not in names:
+                raise Unsupported(f"kernel {kernel} is not in {exe_symbol}")
+            put((index, names.index(kernel)))
+            return
+        if name == "util.buffer.constant":
+            size = None
+            text = str(op.attributes["value"])
+            composite = re.match(r"#util\.composite<(\d+)xi8", text)
+            size = int(composite.group(1)) if composite else None
+            put(_Bytes(self._constant_bytes(text, size if size is not None else len(self._element_bytes(text)))))
+            return
+        if name == "hal.allocator.import":
+            # operands: allocator, affinity, memory types, usage, source, offset, length
+            source, offset, length = operands[4], operands[5], operands[6]
+            if not isinstance(source, _Bytes):
+                raise Unsupported("an import of something that is not a constant")
+            self.constants.append(source.data[offset:offset + length])
+            put(True, _Buffer(Ref("constant", len(self.constants) - 1), length))
+            return
+        if name == "hal.allocator.allocate":
+            if not initializer:
+                raise Unsupported("an allocation in main outside the transient buffer")
+            size = next(v for v in reversed(operands) if isinstance(v, int))
+            self.constants.append(bytearray(size))  # a constant an initializer computes
+            put(_Buffer(Ref("constant", len(self.constants) - 1), size))
+            return
+        if name == "hal.device.queue.alloca":
+            # operands: device, affinity, wait, signal, pool, memory types, usage, size
+            size = operands[7]
+            if not initializer:
+                raise Unsupported("an allocation in main outside the transient buffer")
+            self.constants.append(bytearray(size))  # a constant the initializer fills
+            put(_Buffer(Ref("constant", len(self.constants) - 1), size))
+            return
+        if name == "hal.device.queue.fill":
+            # operands: device, affinity, wait, signal, target, offset, length, pattern
+            target, offset, length, pattern = operands[4:8]
+            width = iree_ir.IntegerType(op.operands[7].type).width // 8
+            if not (initializer and target.ref.kind == "constant"):
+                raise Unsupported("a queue fill in main")
+            data = self.constants[target.ref.index]
+            if not isinstance(data, bytearray):
+                raise Unsupported("a fill of an imported constant")
+            chunk = (pattern & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+            at = target.offset + offset
+            data[at:at + length] = (chunk * (length // width + 1))[:length]
+            return
+        if name == "hal.buffer_view.buffer":
+            view = operands[0]
+            if not (isinstance(view, tuple) and view[0] == "view"):
+                raise Unsupported("a buffer of a view that is not an input")
+            put(_Buffer(Ref("input", view[1]), self.input_bytes[view[1]]))
+            return
+        if name == "hal.buffer.length":
+            put(operands[0].size)
+            return
+        if name == "hal.buffer.subspan":
+            buffer, offset, length = operands
+            put(_Buffer(buffer.ref, length, buffer.offset + offset))
+            return
+        if name == "hal.command_buffer.create":
+            put(_Commands())
+            return
+        if name == "hal.command_buffer.fill_buffer":
+            cmd, target, offset, length, pattern = operands
+            width = iree_ir.IntegerType(op.operands[4].type).width // 8
+            cmd.steps.append(("fill", target, offset, length, pattern & ((1 << (8 * width)) - 1), width))
+            return
+        if name == "hal.command_buffer.copy_buffer":
+            cmd, source, source_offset, target, target_offset, length = operands
+            cmd.steps.append(("copy", source, source_offset, target, target_offset, length))
+            return
+        if name == "hal.command_buffer.dispatch":
+            seg = list(iree_ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+            values, at = operands, 0
+            parts = []
+            for size in seg:
+                parts.append(values[at:at + size])
+                at += size
+            cmd, _, function, wx, wy, wz, constants, buffers, offsets, lengths = parts
+            executable, kernel = function[0]
+            grid = (wx[0], wy[0], wz[0])
+            if any(not isinstance(g, int) for g in grid) or any(not isinstance(c, int) for c in constants):
+                raise Unsupported("a dispatch whose grid or constants are known only at run time")
+            cmd[0].steps.append(("dispatch", executable, kernel, grid, [c & 0xFFFFFFFF for c in constants],
+                                 list(zip(buffers, offsets, lengths))))
+            return
+        if name in ("hal.device.queue.execute", "hal.device.queue.execute.indirect"):
+            # operands: device, affinity, wait fence, signal fence, command buffer[, the binding
+            # table: buffers, offsets, lengths]
+            cmd, table = operands[4], operands[5:]
+            if not isinstance(cmd, _Commands):
+                raise Unsupported("a queue execute of something that is not a recorded command buffer")
+            n = len(table) // 3
+            slots = [(table[i], table[n + i], table[2 * n + i]) for i in range(n)]
+            self.steps.extend(self._resolve(cmd, slots))
+            return
+        if name == "util.call":
+            callee = iree_ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            funcs = [f for f in all_ops(self.module, "util.func")
+                     if iree_ir.StringAttr(f.attributes["sym_name"]).value == callee]
+            if not funcs or not len(funcs[0].regions[0].blocks):
+                raise Unsupported(f"a call of @{callee}")
+            inner = dict(zip(funcs[0].regions[0].blocks[0].arguments, operands))
+            put(*self._run_region(funcs[0].regions[0], inner, initializer))
+            return
+        if name == "hal.buffer_view.create":
+            buffer, offset, length = operands[0], operands[1], operands[2]
+            put(_View(buffer, offset, length))
+            return
+        if name == "hal.device.queue.read":
+            raise Unsupported("a constant read from a file (its import failed)")
+        raise Unsupported(f"op {name}")
+
+
+    def _resolve(self, cmd: _Commands, slots: list) -> list[Step]:
+        """A recorded command buffer's steps, with binding-table slots (indirect command
+        buffers, which IREE memoizes) replaced by the buffers the execute passes."""
+
+        def buffer(value, offset):
+            if isinstance(value, int):  # a slot of the binding table
+                if value >= len(slots):
+                    raise Unsupported("a binding slot the execute does not fill")
+                b, slot_offset, _ = slots[value]
+                return b.ref, b.offset + slot_offset + offset
+            if not isinstance(value, _Buffer):
+                raise Unsupported("a command on something that is not a buffer")
+            return value.ref, value.offset + offset
+
+        steps = []
+        for s in cmd.steps:
+            if s[0] == "fill":
+                _, target, offset, length, pattern, width = s
+                ref, at = buffer(target, offset)
+                steps.append(Step("fill", ref, at, length, pattern=pattern, pattern_bytes=width))
+            elif s[0] == "copy":
+                _, source, source_offset, target, target_offset, length = s
+                sref, sat = buffer(source, source_offset)
+                tref, tat = buffer(target, target_offset)
+                steps.append(Step("copy", tref, tat, length, sref, sat))
+            else:
+                _, executable, kernel, grid, constants, bindings = s
+                resolved = [(*buffer(b, o), n) for b, o, n in bindings]
+                steps.append(Step("dispatch", executable=executable, kernel=kernel, grid=grid, constants=constants,
+                                  bindings=resolved))
+        return steps
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+_WIDTH = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _type_bytes(text: str) -> int:
+    found = re.match(r"(?:tensor|vector)<([0-9x]*?)x?([a-z0-9]+)>", text.strip())
+    if not found:
+        raise Unsupported(f"constant element of type {text}")
+    dims = [int(d) for d in found.group(1).split("x") if d]
+    return _elements(dims) * _WIDTH[found.group(2)]
+
+
+def _resources(module_text: str) -> dict[str, bytes]:
+    """The builtin dialect resources of a printed module: name -> blob bytes."""
+    at = module_text.rfind("dialect_resources:")
+    if at < 0:
+        return {}
+    return {m.group(1): bytes.fromhex(m.group(2))
+            for m in re.finditer(r'^\s*([\w.$-]+): "0x([0-9A-Fa-f]*)"', module_text[at:], re.MULTILINE)}
+
+
+def transient_size(module_op, function: str = "main") -> int:
+    """The constant transient-storage size IREE states in `function`'s reflection (0: none)."""
+    for f in all_ops(module_op, "util.func"):
+        if iree_ir.StringAttr(f.attributes["sym_name"]).value != function or "iree.reflection" not in f.attributes:
+            continue
+        reflection = iree_ir.DictAttr(f.attributes["iree.reflection"])
+        if "iree.abi.transients.size.constant" in reflection:
+            return _int_attr(reflection["iree.abi.transients.size.constant"])
+        if "iree.abi.transients.size" in reflection:
+            raise Unsupported("transient storage of a size known only at run time")
+    return 0
+
+
+def plan_or_reason(module_op, input_bytes: list[int], output_bytes: list[int]) -> LaunchPlan | str:
+    """The launch plan of a HAL-phase module, or why it has none."""
+    try:
+        return plan_from_hal(module_op, input_bytes, output_bytes, transient_size(module_op))
+    except Unsupported as e:
+        return str(e)
+
+
+def plan_from_hal(module_op, input_bytes: list[int], output_bytes: list[int], transient_bytes: int) -> LaunchPlan:
+    """The launch plan of a HAL-phase module (Unsupported when it cannot have one)."""
+    text = module_op.get_asm()  # for the dialect resources: weights are blobs there
+    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, transient_bytes)
+    interp.run_initializers()
+    steps, outputs = interp.run_main()
+    plan = LaunchPlan(interp.executables, [bytes(c) for c in interp.constants], steps, outputs, transient_bytes,
+                      len(input_bytes), init_steps=interp.init_steps)
+    try:
+        plan.validate()
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    return plan

@@ -1,0 +1,164 @@
+"""The CUDA launcher: a module's launch plan run on torch's current stream, without waiting.
+
+    launcher = Launcher(plan, inputs, outputs, device_index)   # at load: modules, weights on the GPU
+    results = launcher(tensors)                                 # per call: allocate, launch, return
+
+Per call: outputs and one transient buffer come from torch's caching allocator on the current
+stream of the input's device; every fill, copy and kernel of `main` is issued on that stream in
+IREE's order; the call returns at once. Results are torch tensors ordered after the call's work
+on that stream, as any torch op's, so they are usable at once there, under `torch.cuda.graph`
+capture too. Kernel parameters follow IREE's CUDA ABI: each binding as a device pointer (base +
+offset), then each 32-bit push constant (runtime/src/iree/hal/drivers/cuda).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from braze.errors import DeviceError, InputError
+
+from .driver import Driver, check
+from .plan import LaunchPlan
+
+ALIGNMENT = 64
+"""Bytes IREE's kernels assume a binding's base is aligned to; other inputs are copied."""
+
+
+class _Dispatch:
+    """A kernel launch with its parameter block built once; per call only pointers change."""
+
+    def __init__(self, function: int, kernel, step):
+        self.function = function
+        self.grid = step.grid
+        self.block = kernel.block
+        self.shared = kernel.shared_memory
+        n = len(step.bindings) + len(step.constants)
+        self.values = (ctypes.c_uint64 * max(n, 1))()
+        for i, c in enumerate(step.constants):
+            self.values[len(step.bindings) + i] = c  # a 32-bit constant in the low half of a slot
+        self.params = (ctypes.c_void_p * max(n, 1))(
+            *[ctypes.addressof(self.values) + 8 * i for i in range(max(n, 1))])
+        self.bindings = [(i, (ref.kind, ref.index), offset) for i, (ref, offset, _) in enumerate(step.bindings)]
+
+
+class Launcher:
+    def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
+                 copy_inputs: frozenset = frozenset()):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DeviceError("the CUDA launcher needs torch with a CUDA device")
+        self.torch = torch
+        self.device = torch.device("cuda", device_index)
+        self.index = device_index
+        with torch.cuda.device(device_index):
+            torch.cuda.init()
+            torch.empty(1, device=self.device)  # makes torch's primary context current here
+            self.driver = Driver()
+        self.plan = plan
+        self.input_specs, self.output_specs = input_specs, output_specs
+        self.copy_inputs = copy_inputs
+        self._dtypes = [getattr(torch, s.dtype) for s in output_specs]
+        modules = [[self.driver.load_module(ptx) for ptx in e.ptx] for e in plan.executables]
+        self.functions = [[self.driver.function(modules[i][k.module], k.name, k.shared_memory) for k in e.kernels]
+                          for i, e in enumerate(plan.executables)]
+        self.constants = [torch.frombuffer(bytearray(c), dtype=torch.uint8).to(self.device) if c else
+                          torch.empty(1, dtype=torch.uint8, device=self.device) for c in plan.constants]
+        self._constant_bases = {("constant", i): t.data_ptr() for i, t in enumerate(self.constants)}
+        self._steps = [self._prepare(s) for s in plan.steps]
+        # Parameter blocks are shared by calls: two threads calling at once take turns.
+        self._lock = threading.Lock()
+        if plan.init_steps:  # constants IREE computes when the module loads
+            with torch.cuda.device(device_index):
+                stream = torch.cuda.current_stream(device_index)
+                self._run([self._prepare(s) for s in plan.init_steps], dict(self._constant_bases), stream.cuda_stream)
+                stream.synchronize()
+
+    def _prepare(self, step):
+        if step.op == "dispatch":
+            kernel = self.plan.executables[step.executable].kernels[step.kernel]
+            return ("dispatch", _Dispatch(self.functions[step.executable][step.kernel], kernel, step))
+        return (step.op, step)
+
+    # -- per call -------------------------------------------------------------------------
+
+    def __call__(self, inputs: list, names: list[str]) -> list:
+        torch = self.torch
+        if len(inputs) != len(self.input_specs):
+            raise InputError(f"expected {len(self.input_specs)} tensor inputs, got {len(inputs)}")
+        bases = dict(self._constant_bases)
+        keep = []
+        for i, (t, spec, name) in enumerate(zip(inputs, self.input_specs, names)):
+            t = self._input(t, spec, name, i)
+            keep.append(t)
+            bases[("input", i)] = t.data_ptr()
+        outputs = [torch.empty(spec.shape, dtype=dtype, device=self.device)
+                   for spec, dtype in zip(self.output_specs, self._dtypes)]
+        for i, t in enumerate(outputs):
+            bases[("output", i)] = t.data_ptr()
+        transient = None
+        if self.plan.transient_bytes:
+            transient = torch.empty(self.plan.transient_bytes, dtype=torch.uint8, device=self.device)
+            bases[("transient", 0)] = transient.data_ptr()
+        stream = torch._C._cuda_getCurrentRawStream(self.index)
+        with self._lock:
+            self._run(self._steps, bases, stream)
+        results = []
+        for out, spec, t in zip(self.plan.outputs, self.output_specs, outputs):
+            if out.buffer.kind == "output" and out.offset == 0:
+                results.append(t)
+            else:  # a result IREE left in another buffer: copy it out, in stream order
+                source = bases[(out.buffer.kind, out.buffer.index)] + out.offset
+                check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
+                      "cuMemcpyDtoDAsync")
+                results.append(t)
+        # Dropping `keep` and `transient` here is safe: torch's caching allocator hands their
+        # memory only to later work on this same stream, which runs after these kernels.
+        del keep, transient
+        return results
+
+    def _input(self, t, spec, name: str, slot: int):
+        torch = self.torch
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"{name}: the CUDA launcher takes torch tensors, got {type(t).__name__}")
+        if t.device != self.device:
+            if t.device.type == "cuda":
+                raise InputError(f"{name} is on {t.device}; this module runs on {self.device}")
+            t = t.to(self.device, non_blocking=True)
+        if t.dtype is not getattr(torch, spec.dtype) or list(t.shape) != list(spec.shape):
+            raise InputError(f"{name}: {str(t.dtype).replace('torch.', '')}[{', '.join(map(str, t.shape))}] "
+                             f"does not match the compiled {spec.describe()}")
+        if t.layout is not torch.strided:
+            raise InputError(f"{name} is a {t.layout} tensor; braze takes dense (strided) tensors")
+        if slot in self.copy_inputs or not t.is_contiguous() or t.data_ptr() % ALIGNMENT:
+            t = t.contiguous() if slot not in self.copy_inputs else t.clone(memory_format=torch.contiguous_format)
+            if t.data_ptr() % ALIGNMENT:
+                t = t.clone()
+        return t
+
+    def _run(self, steps, bases: dict, stream: int) -> None:
+        launch = self.driver.lib.cuLaunchKernel
+        for op, item in steps:
+            if op == "dispatch":
+                values = item.values
+                for i, ref, offset in item.bindings:
+                    values[i] = bases[ref] + offset
+                gx, gy, gz = item.grid
+                bx, by, bz = item.block
+                status = launch(item.function, gx, gy, gz, bx, by, bz, item.shared, stream, item.params, None)
+                if status:
+                    check(status, "cuLaunchKernel")
+            elif op == "fill":
+                target = bases[(item.target.kind, item.target.index)] + item.target_offset
+                lib = self.driver.lib
+                if item.pattern_bytes == 1:
+                    check(lib.cuMemsetD8Async(target, item.pattern, item.length, stream), "cuMemsetD8Async")
+                elif item.pattern_bytes == 2:
+                    check(lib.cuMemsetD16Async(target, item.pattern, item.length // 2, stream), "cuMemsetD16Async")
+                else:
+                    check(lib.cuMemsetD32Async(target, item.pattern, item.length // 4, stream), "cuMemsetD32Async")
+            else:
+                target = bases[(item.target.kind, item.target.index)] + item.target_offset
+                source = bases[(item.source.kind, item.source.index)] + item.source_offset
+                check(self.driver.lib.cuMemcpyDtoDAsync_v2(target, source, item.length, stream), "cuMemcpyDtoDAsync")

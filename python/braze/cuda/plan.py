@@ -1,0 +1,241 @@
+"""The CUDA launch plan: everything braze needs to run a compiled module's kernels itself, on
+torch's current stream, without IREE's runtime.
+
+A plan is read off IREE's own output for the module (cuda/build.py: the HAL-level program,
+before IREE turns it into VM bytecode) and saved beside the .vmfb in the artifact:
+
+    executables   each executable's PTX modules and kernels (name, block size, dynamic shared
+                  memory, push-constant and binding counts), from IREE's CUDA flatbuffer
+    constants     the weights and other constant buffers, as bytes
+    steps         main's command buffer in order: fill, copy and dispatch (kernel, grid, 32-bit
+                  constants, bindings as buffer + offset + length)
+    buffers       what a buffer reference means: an input, an output, the transient buffer
+                  (of `transient_bytes`) or a constant
+    outputs       which buffer and offset each result is
+
+Needs only the standard library: it is read on the GPU host, where there is no compiler.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import asdict, dataclass, field
+
+PLAN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A buffer a step reads or writes: kind 'input' | 'output' | 'transient' | 'constant',
+    index (input/output/constant number; 0 for the transient buffer)."""
+
+    kind: str
+    index: int = 0
+
+
+@dataclass
+class Kernel:
+    name: str
+    module: int
+    block: tuple[int, int, int]
+    shared_memory: int
+    constants: int
+    bindings: int
+
+
+@dataclass
+class Executable:
+    ptx: list[str]
+    kernels: list[Kernel]
+
+
+@dataclass
+class Step:
+    """One command: op 'fill' | 'copy' | 'dispatch'."""
+
+    op: str
+    target: Ref | None = None
+    target_offset: int = 0
+    length: int = 0
+    source: Ref | None = None
+    source_offset: int = 0
+    pattern: int = 0
+    pattern_bytes: int = 1
+    executable: int = 0
+    kernel: int = 0
+    grid: tuple[int, int, int] = (1, 1, 1)
+    constants: list[int] = field(default_factory=list)
+    bindings: list[tuple[Ref, int, int]] = field(default_factory=list)
+    """(buffer, offset, length) per binding, in the kernel's order."""
+
+
+@dataclass
+class Output:
+    buffer: Ref
+    offset: int
+    nbytes: int
+
+
+@dataclass
+class LaunchPlan:
+    executables: list[Executable]
+    constants: list[bytes]
+    steps: list[Step]
+    outputs: list[Output]
+    transient_bytes: int
+    inputs: int
+    init_steps: list[Step] = field(default_factory=list)
+    """Commands that compute constants once, at load (IREE hoists constant work into initializers)."""
+    version: int = PLAN_VERSION
+
+    def to_json(self) -> dict:
+        """The plan without its bulk (PTX, constant bytes): those travel as files of their own."""
+        data = asdict(self)
+        data["executables"] = [{"kernels": [asdict(k) for k in e.kernels], "modules": len(e.ptx)}
+                               for e in self.executables]
+        data["constants"] = [len(c) for c in self.constants]
+        return data
+
+    def blobs(self) -> dict[str, bytes]:
+        """The plan's bulk, by file name inside the artifact."""
+        out = {}
+        for i, e in enumerate(self.executables):
+            for j, ptx in enumerate(e.ptx):
+                out[f"cuda/executable{i}.module{j}.ptx"] = ptx.encode()
+        for i, c in enumerate(self.constants):
+            out[f"cuda/constant{i}.bin"] = c
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict, blobs: dict[str, bytes]) -> "LaunchPlan":
+        if data.get("version") != PLAN_VERSION:
+            raise ValueError(f"launch plan version {data.get('version')} (this braze reads {PLAN_VERSION})")
+        ref = lambda r: Ref(str(r["kind"]), int(r["index"])) if r is not None else None  # noqa: E731
+        executables = []
+        for i, e in enumerate(data["executables"]):
+            ptx = [blobs[f"cuda/executable{i}.module{j}.ptx"].decode() for j in range(int(e["modules"]))]
+            kernels = [Kernel(str(k["name"]), int(k["module"]), tuple(int(b) for b in k["block"]),
+                              int(k["shared_memory"]), int(k["constants"]), int(k["bindings"])) for k in e["kernels"]]
+            executables.append(Executable(ptx, kernels))
+        constants = [blobs[f"cuda/constant{i}.bin"] for i in range(len(data["constants"]))]
+        def step(s) -> Step:
+            return Step(
+                str(s["op"]), ref(s["target"]), int(s["target_offset"]), int(s["length"]), ref(s["source"]),
+                int(s["source_offset"]), int(s["pattern"]), int(s["pattern_bytes"]), int(s["executable"]),
+                int(s["kernel"]), tuple(int(g) for g in s["grid"]), [int(c) for c in s["constants"]],
+                [(ref(b[0]), int(b[1]), int(b[2])) for b in s["bindings"]])
+
+        outputs = [Output(ref(o["buffer"]), int(o["offset"]), int(o["nbytes"])) for o in data["outputs"]]
+        plan = cls(executables, constants, [step(s) for s in data["steps"]], outputs, int(data["transient_bytes"]),
+                   int(data["inputs"]), [step(s) for s in data.get("init_steps", [])])
+        plan.validate()
+        return plan
+
+    def validate(self) -> None:
+        """ValueError when a step refers to something the plan does not have."""
+        def check(r: Ref | None) -> None:
+            if r is None:
+                return
+            limit = {"input": self.inputs, "output": len(self.outputs), "transient": 1,
+                     "constant": len(self.constants)}.get(r.kind)
+            if limit is None or not 0 <= r.index < limit:
+                raise ValueError(f"the plan refers to {r}, which it does not have")
+
+        for s in self.init_steps:
+            for r in [s.target, s.source] + [b for b, _, _ in s.bindings]:
+                if r is not None and r.kind != "constant":
+                    raise ValueError(f"a load-time step touches {r}")
+        for s in self.init_steps + self.steps:
+            if s.op not in ("fill", "copy", "dispatch"):
+                raise ValueError(f"unknown plan step '{s.op}'")
+            check(s.target)
+            check(s.source)
+            for b, _, _ in s.bindings:
+                check(b)
+            if s.op == "dispatch":
+                kernel = self.executables[s.executable].kernels[s.kernel]
+                if len(s.constants) != kernel.constants or len(s.bindings) != kernel.bindings:
+                    raise ValueError(f"dispatch of {kernel.name} passes {len(s.constants)} constants and "
+                                     f"{len(s.bindings)} bindings; the kernel takes {kernel.constants} and {kernel.bindings}")
+        for o in self.outputs:
+            check(o.buffer)
+
+
+# ---------------------------------------------------------------------------
+# IREE's CUDA executable format: a 64-byte header ('CDA1', version, size), then a flatbuffer
+# (runtime/src/iree/schemas/cuda_executable_def.fbs):
+#   ExecutableDef { exports: [ExportDef]; modules: [ModuleDef]; source_files: [...] }
+#   ExportDef { module_ordinal: u32; kernel_name: string; block_dims: {x, y, z: u32};
+#               block_shared_memory_size: u32; constant_count: u32; binding_flags: [u64]; ... }
+#   ModuleDef { ptx_image: string }
+
+HEADER_BYTES = 64
+IDENTIFIER = b"CDA1"
+
+
+class _Table:
+    """A flatbuffer table: fields by index through its vtable."""
+
+    def __init__(self, buf: bytes, pos: int):
+        self.buf, self.pos = buf, pos
+        self.vtable = pos - struct.unpack_from("<i", buf, pos)[0]
+        self.vsize = struct.unpack_from("<H", buf, self.vtable)[0]
+
+    def _field(self, index: int) -> int | None:
+        slot = 4 + 2 * index
+        if slot >= self.vsize:
+            return None
+        offset = struct.unpack_from("<H", self.buf, self.vtable + slot)[0]
+        return self.pos + offset if offset else None
+
+    def u32(self, index: int, default: int = 0) -> int:
+        at = self._field(index)
+        return default if at is None else struct.unpack_from("<I", self.buf, at)[0]
+
+    def struct_u32s(self, index: int, count: int) -> tuple[int, ...]:
+        at = self._field(index)
+        return (0,) * count if at is None else struct.unpack_from(f"<{count}I", self.buf, at)
+
+    def _indirect(self, index: int) -> int | None:
+        at = self._field(index)
+        return None if at is None else at + struct.unpack_from("<I", self.buf, at)[0]
+
+    def string(self, index: int) -> str:
+        at = self._indirect(index)
+        if at is None:
+            return ""
+        n = struct.unpack_from("<I", self.buf, at)[0]
+        return self.buf[at + 4: at + 4 + n].decode("utf-8")
+
+    def vector_length(self, index: int) -> int:
+        at = self._indirect(index)
+        return 0 if at is None else struct.unpack_from("<I", self.buf, at)[0]
+
+    def tables(self, index: int) -> list["_Table"]:
+        at = self._indirect(index)
+        if at is None:
+            return []
+        n = struct.unpack_from("<I", self.buf, at)[0]
+        out = []
+        for i in range(n):
+            element = at + 4 + 4 * i
+            out.append(_Table(self.buf, element + struct.unpack_from("<I", self.buf, element)[0]))
+        return out
+
+
+def read_cuda_executable(data: bytes) -> Executable:
+    """The PTX modules and kernels of an IREE CUDA executable binary (ValueError if it is not one)."""
+    if data[:4] != IDENTIFIER:
+        raise ValueError("not an IREE CUDA executable (no CDA1 header)")
+    version, size = struct.unpack_from("<IQ", data, 4)
+    if version != 0 or HEADER_BYTES + size > len(data):
+        raise ValueError(f"IREE CUDA executable header version {version}, size {size}: not one this braze reads")
+    buf = data[HEADER_BYTES:HEADER_BYTES + size]
+    if buf[4:8] != IDENTIFIER:
+        raise ValueError("IREE CUDA executable flatbuffer has another identifier")
+    root = _Table(buf, struct.unpack_from("<I", buf, 0)[0])
+    modules = [m.string(0) for m in root.tables(1)]
+    kernels = []
+    for e in root.tables(0):
+        kernels.append(Kernel(e.string(1), e.u32(0), e.struct_u32s(2, 3), e.u32(3), e.u32(4), e.vector_length(5)))
+    return Executable(modules, kernels)
