@@ -169,3 +169,13 @@ def test_pipelines_expand_to_registered_passes(name):
 
     steps = parse_pipeline(PIPELINES[name]().expand())
     assert steps and all(s.braze_pass is not None or s.text in ("canonicalize", "cse") for s in steps)
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists every package folder (a regular install, as on a GPU host, would
+    silently lack one it forgot)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
