@@ -145,8 +145,10 @@ def run(directory: Path) -> int:
                         inputs = [a.cuda() if device == "cuda" else a for a in args]
                         got = module(*inputs)
                     else:
-                        out = module(*[a.numpy() for a in args])
-                        got = tuple(torch.from_numpy(o) for o in out) if isinstance(out, tuple) else torch.from_numpy(out)
+                        out = module(*[_numpy(a) for a in args])
+                        specs = module.signature.outputs
+                        got = (tuple(_torch(o, sp.dtype) for o, sp in zip(out, specs)) if isinstance(out, tuple)
+                               else _torch(out, specs[0].dtype))
                     error = max_error(got, e64)
                     ok, note = error <= entry["limit"], f"error {error:.2e} > {entry['limit']:.2e}"
                 except Exception as e:  # report every failure, keep going
@@ -156,6 +158,20 @@ def run(directory: Path) -> int:
                     print(f"FAIL {entry['name']} {key}: {note}", flush=True)
     _summary(counts, f"{device} ({meta['target']})", time.perf_counter() - t0)
     return 1 if any(bad for _, bad in counts.values()) else 0
+
+
+def _numpy(t):
+    """braze's numpy form of a tensor: bfloat16 as its uint16 bits."""
+    import torch
+
+    return t.view(torch.int16).numpy().view("uint16") if t.dtype == torch.bfloat16 else t.numpy()
+
+
+def _torch(a, dtype: str):
+    import torch
+
+    t = torch.from_numpy(a)
+    return t.view(torch.bfloat16) if dtype == "bfloat16" else t
 
 
 def main(argv: list[str] | None = None) -> int:

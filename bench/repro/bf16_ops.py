@@ -1,0 +1,79 @@
+"""Which op of the bf16 MobileNet is wrong on CUDA: each op alone, in bfloat16, compiled for
+CUDA without braze's passes (fusion=False) and with them, against eager in float64.
+
+    python bench/repro/bf16_ops.py build DIR      (here)
+    python bench/repro/bf16_ops.py run DIR        (on the GPU host)
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def cases():
+    torch.manual_seed(0)
+    bn = nn.BatchNorm2d(96).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.3, 0.3)
+        bn.running_var.uniform_(0.5, 1.5)
+    return {
+        "depthwise3x3": (nn.Conv2d(96, 96, 3, 1, 1, groups=96, bias=False), (2, 96, 16, 16)),
+        "depthwise3x3_stride2": (nn.Conv2d(96, 96, 3, 2, 1, groups=96, bias=False), (2, 96, 16, 16)),
+        "pointwise": (nn.Conv2d(16, 96, 1, bias=False), (2, 16, 16, 16)),
+        "stem3x3_stride2": (nn.Conv2d(3, 16, 3, 2, 1, bias=False), (2, 3, 32, 32)),
+        "batchnorm": (bn, (2, 96, 16, 16)),
+        "relu6": (nn.ReLU6(), (2, 96, 16, 16)),
+        "mean_hw": (MeanHW(), (2, 32, 4, 4)),
+        "linear": (nn.Linear(32, 10), (2, 32)),
+    }
+
+
+class MeanHW(nn.Module):
+    def forward(self, x):
+        return x.mean((2, 3))
+
+
+def build(directory: Path) -> int:
+    import braze
+
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {}
+    for name, (model, shape) in cases().items():
+        model = model.eval()
+        x = torch.randn(shape)
+        with torch.no_grad():
+            ref = model.double()(x.double())
+            model = model.float().bfloat16()
+            eager = model(x.bfloat16())
+        torch.save({"x": x.bfloat16(), "ref": ref, "eager": eager}, directory / f"{name}.pt")
+        for variant, options in (("unfused", {"fusion": False}), ("braze", {})):
+            braze.compile(model, x.bfloat16(), device="cuda", target="sm_90", **options).save(
+                directory / f"{name}.{variant}.braze", overwrite=True)
+        meta[name] = list(shape)
+        print("built", name, flush=True)
+    (directory / "cases.json").write_text(json.dumps(meta))
+    return 0
+
+
+def run(directory: Path) -> int:
+    import braze
+
+    def err(got, ref):
+        return ((got.double().cpu() - ref).abs().max() / max(1.0, ref.abs().max().item())).item()
+
+    for name in json.loads((directory / "cases.json").read_text()):
+        data = torch.load(directory / f"{name}.pt")
+        row = [f"{name:22s} eager {err(data['eager'], data['ref']):.1e}"]
+        for variant in ("unfused", "braze"):
+            for runtime in ("iree", "launch"):
+                module = braze.load(directory / f"{name}.{variant}.braze", runtime=runtime)
+                row.append(f"{variant}/{runtime} {err(module(data['x'].cuda()), data['ref']):.1e}")
+        print("  ".join(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(build(Path(sys.argv[2])) if sys.argv[1] == "build" else run(Path(sys.argv[2])))
