@@ -1,4 +1,4 @@
-"""Which op of the bf16 MobileNet is wrong on CUDA: each op alone, in bfloat16, compiled for
+"""Which op of the bf16 MobileNet is wrong on CUDA: each op alone, in bfloat16 (one in float16), compiled for
 CUDA without braze's passes (fusion=False) and with them, against eager in float64.
 
     python bench/repro/bf16_ops.py build DIR      (here)
@@ -23,12 +23,39 @@ def cases():
         "depthwise3x3": (nn.Conv2d(96, 96, 3, 1, 1, groups=96, bias=False), (2, 96, 16, 16)),
         "depthwise3x3_stride2": (nn.Conv2d(96, 96, 3, 2, 1, groups=96, bias=False), (2, 96, 16, 16)),
         "pointwise": (nn.Conv2d(16, 96, 1, bias=False), (2, 16, 16, 16)),
+        "pointwise_64to64": (nn.Conv2d(64, 64, 1, bias=False), (1, 64, 8, 8)),
+        "pointwise_stride2": (nn.Conv2d(32, 64, 1, 2, bias=False), (2, 32, 16, 16)),
+        "pointwise_f16": (nn.Conv2d(16, 96, 1, bias=False), (2, 16, 16, 16), torch.float16),
+        "einsum_nkm_fk": (Einsum(96, 16), (2, 16, 256)),
+        "mm_96x16x512": (MatmulLeft(96, 16), (16, 512)),
         "stem3x3_stride2": (nn.Conv2d(3, 16, 3, 2, 1, bias=False), (2, 3, 32, 32)),
         "batchnorm": (bn, (2, 96, 16, 16)),
         "relu6": (nn.ReLU6(), (2, 96, 16, 16)),
         "mean_hw": (MeanHW(), (2, 32, 4, 4)),
         "linear": (nn.Linear(32, 10), (2, 32)),
     }
+
+
+class Einsum(nn.Module):
+    """IREE's own form of a 1x1 convolution, written by a user: out[n,f,m] = sum_k x[n,k,m] w[f,k]."""
+
+    def __init__(self, f, k):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(f, k) / k ** 0.5)
+
+    def forward(self, x):
+        return torch.einsum("nkm,fk->nfm", x, self.w)
+
+
+class MatmulLeft(nn.Module):
+    """braze's form of it: the weight on the left of an ordinary matmul."""
+
+    def __init__(self, f, k):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(f, k) / k ** 0.5)
+
+    def forward(self, x):
+        return self.w @ x
 
 
 class MeanHW(nn.Module):
@@ -41,16 +68,17 @@ def build(directory: Path) -> int:
 
     directory.mkdir(parents=True, exist_ok=True)
     meta = {}
-    for name, (model, shape) in cases().items():
+    for name, (model, shape, *dtype) in cases().items():
+        dtype = dtype[0] if dtype else torch.bfloat16
         model = model.eval()
         x = torch.randn(shape)
         with torch.no_grad():
-            ref = model.double()(x.double())
-            model = model.float().bfloat16()
-            eager = model(x.bfloat16())
-        torch.save({"x": x.bfloat16(), "ref": ref, "eager": eager}, directory / f"{name}.pt")
+            ref = model.double()(x.to(dtype).double())
+            model = model.float().to(dtype)
+            eager = model(x.to(dtype))
+        torch.save({"x": x.to(dtype), "ref": ref, "eager": eager}, directory / f"{name}.pt")
         for variant, options in (("unfused", {"fusion": False}), ("braze", {})):
-            braze.compile(model, x.bfloat16(), device="cuda", target="sm_90", **options).save(
+            braze.compile(model, x.to(dtype), device="cuda", target="sm_90", **options).save(
                 directory / f"{name}.{variant}.braze", overwrite=True)
         meta[name] = list(shape)
         print("built", name, flush=True)

@@ -1,5 +1,6 @@
 // RUN: braze-opt %s --split-input-file -p fusion-conv-to-matmul | FileCheck %s
 // RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul,fusion-configure-kernels{target=sm_90}' | FileCheck %s --check-prefix=TILED
+// RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul{target=sm_90}' | FileCheck %s --check-prefix=TARGET
 
 // A strided, dilated 3x3 convolution: im2col rows (c, kh, kw) of columns (n, oh, ow), one
 // [F, C*KH*KW] x [C*KH*KW, N*OH*OW] matmul, and the product back in NCHW plus the bias init.
@@ -62,4 +63,31 @@ func.func @padded(%x: tensor<2x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tenso
   } : tensor<2x4x6x6xf32> to tensor<2x4x8x8xf32>
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32>
   return %0 : tensor<2x8x6x6xf32>
+}
+
+// -----
+
+// With a target, a convolution whose matmul gets no tiles stays a convolution (IREE's own
+// kernel for it is better than an untiled matmul) ...
+// TARGET-LABEL: func.func @untiled_bf16_3x3
+//       TARGET:   linalg.conv_2d_nchw_fchw
+//   TARGET-NOT:   linalg.matmul
+//       TARGET:   return
+// CHECK-LABEL: func.func @untiled_bf16_3x3
+//       CHECK:   linalg.matmul
+func.func @untiled_bf16_3x3(%x: tensor<2x4x6x6xbf16>, %w: tensor<8x4x3x3xbf16>, %init: tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x4x6x6xbf16>, tensor<8x4x3x3xbf16>) outs(%init : tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  return %0 : tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// ... except a 16-bit 1x1 convolution, which IREE 3.13 miscompiles on CUDA: it becomes a matmul
+// with or without tiles.
+// TARGET-LABEL: func.func @untiled_bf16_1x1
+//   TARGET-NOT:   linalg.conv_2d_nchw_fchw
+//       TARGET:   linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<96x16xbf16>, tensor<16x512xbf16>) outs(%{{.+}} : tensor<96x512xf32>)
+func.func @untiled_bf16_1x1(%x: tensor<2x16x16x16xbf16>, %w: tensor<96x16x1x1xbf16>, %init: tensor<2x96x16x16xf32>) -> tensor<2x96x16x16xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x16x16x16xbf16>, tensor<96x16x1x1xbf16>) outs(%init : tensor<2x96x16x16xf32>) -> tensor<2x96x16x16xf32>
+  return %0 : tensor<2x96x16x16xf32>
 }

@@ -113,3 +113,23 @@ def test_split_k_matches_eager_on_cpu():
     x2 = torch.randn(256, 256)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x2), model(x2), rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_pointwise_convolution_is_a_matmul_even_untiled():
+    """A bf16 1x1 convolution whose matmul gets no tiles still becomes im2col + matmul for CUDA
+    (IREE 3.13's own form of it is wrong on CUDA: bench/repro/bf16_ops.py); the rewritten
+    arithmetic, run on the CPU, matches float64 eager within bf16 rounding."""
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(16, 96, 1, bias=False).eval()
+    x = torch.randn(2, 16, 16, 16)
+    with torch.no_grad():
+        ref = model.double()(x.bfloat16().double())
+    model = model.float().bfloat16()
+    imported = frontend.import_model(model, (x.bfloat16(),))
+    with imported.context:
+        runner.run_pipeline(imported.module, "fusion-conv-to-matmul{target=sm_90}")
+        names = [op.name for op in all_ops(imported.module.operation)]
+    assert "linalg.conv_2d_nchw_fchw" not in names and "linalg.matmul" in names
+    compiled = braze.compile(model, x.bfloat16(), pipeline="fusion-conv-to-matmul{target=sm_90},fusion-cpu-pipeline")
+    got = compiled(x.bfloat16()).double()
+    assert ((got - ref).abs().max() / ref.abs().max()).item() < 1e-2
