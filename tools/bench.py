@@ -2,8 +2,11 @@
 
     braze bench [--device cpu] [--quick] [--workloads a,b] [--reps N]
                 [--json out.json] [--chart out.png] [--out-dir bench/results]
-        compile and measure here: torch eager, torch.compile (Inductor), IREE without
-        braze's passes (fusion=False) and braze (fusion=True), interleaved rep by rep.
+        compile and measure here: torch eager, torch.compile (Inductor; on CUDA also its
+        reduce-overhead and max-autotune modes: --torch-compile-modes), the raw toolchain
+        (braze.compile(fusion=False) on iree.runtime) and braze (fusion=True, its default
+        runtime: the launcher on CUDA), interleaved rep by rep; on CUDA each contender's
+        device memory per call and held between calls; geomeans at the end.
     braze bench build --device cuda --target sm_90 DIR [--workloads ...] [--group-mib 40]
         (needs the compiler) compile both IREE contenders for another machine; write the
         artifacts in size-capped groups DIR/group-N/, each with a manifest.json.
@@ -37,13 +40,18 @@ from braze.errors import UsageError
 from . import timing
 
 SCHEMA = "braze-bench/1"
-CONTENDERS = ("eager", "inductor", "iree", "braze")
-"""Column order everywhere. iree = braze.compile(fusion=False); braze = fusion=True."""
-COMPILED = ("inductor", "iree", "braze")
+CONTENDERS = ("eager", "inductor", "inductor-ro", "inductor-max", "iree", "braze")
+"""Column order everywhere. inductor* = torch.compile in its default, reduce-overhead (CUDA
+graphs) and max-autotune modes; iree = the raw toolchain (braze.compile(fusion=False) run by
+iree.runtime); braze = fusion=True with its default runtime (the CUDA launcher on CUDA)."""
+TORCH_COMPILE_MODES = {"default": "inductor", "reduce-overhead": "inductor-ro", "max-autotune": "inductor-max"}
+"""torch.compile mode -> contender name."""
+LABELS = {"eager": "torch eager", "inductor": "torch.compile", "inductor-ro": "torch.compile reduce-overhead",
+          "inductor-max": "torch.compile max-autotune", "iree": "IREE (no braze fusion)", "braze": "braze"}
 METRICS = (
     "status", "error", "compile_seconds", "compile_stages", "latency_ms", "reps", "kernels",
     "kernels_method", "max_abs_err", "max_rel_err", "bandwidth_gbs", "bandwidth_fraction",
-    "speedup_vs_eager",
+    "speedup_vs_eager", "runtime", "peak_call_mib", "held_mib", "memory_method",
 )
 """Keys every contender's entry in the JSON has (None where they do not apply)."""
 LATENCY_KEYS = ("min", "p10", "median", "p90", "max")
@@ -177,11 +185,36 @@ def _flat(out) -> list:
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 
-def make_inductor(model, args, device: str) -> dict:
-    """torch.compile(model) with Inductor; the first call compiles."""
+def default_modes(device: str) -> list[str]:
+    """torch.compile modes measured by default: all three on CUDA (reduce-overhead is the anchor
+    users pick for launch-bound models), the default mode elsewhere."""
+    return list(TORCH_COMPILE_MODES) if device == "cuda" else ["default"]
+
+
+def _modes(text: str | None, device: str) -> list[str]:
+    if not text:
+        return default_modes(device)
+    modes = _names(text) or []
+    bad = [m for m in modes if m not in TORCH_COMPILE_MODES]
+    if bad:
+        raise UsageError(f"--torch-compile-modes: unknown mode(s) {', '.join(bad)}; "
+                         f"choose from {', '.join(TORCH_COMPILE_MODES)}")
+    return modes
+
+
+def make_inductors(model, args, device: str, modes: list[str]) -> list[dict]:
+    """One torch.compile contender per mode, compiled one after another on fresh dynamo state
+    (compiled functions of different modes coexist: dynamo guards on the backend)."""
+    _reset_torch()
+    return [make_inductor(model, args, device, mode) for mode in modes]
+
+
+def make_inductor(model, args, device: str, mode: str = "default") -> dict:
+    """torch.compile(model, mode=mode) with Inductor; the first call compiles. With CUDA graphs
+    (reduce-overhead, max-autotune) the graph is recorded in the calls that follow (warm-up)."""
     import torch
 
-    entry = _blank("inductor")
+    entry = _blank(TORCH_COMPILE_MODES[mode])
     try:
         import torch._dynamo
         from torch._inductor import metrics
@@ -199,9 +232,9 @@ def make_inductor(model, args, device: str) -> dict:
         for module, key, value in settings:
             if hasattr(module, key):  # torch versions differ (2.11 on the GPU host, 2.13 here)
                 setattr(module, key, value)
-        torch._dynamo.reset()
         metrics.reset()
-        compiled = torch.compile(model)
+        held = _Held(device)
+        compiled = torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
         t0 = time.perf_counter()
         with torch.no_grad():
             compiled(*args)
@@ -211,6 +244,8 @@ def make_inductor(model, args, device: str) -> dict:
         entry["_generated_kernels"] = int(metrics.generated_kernel_count)
         entry["_fn"] = compiled
         entry["_torch"] = True
+        entry["runtime"] = "torch"
+        entry["held_mib"] = held.after(compiled, args)
     except Exception as e:
         entry.update(status="error", error=_error_text(e))
     return entry
@@ -218,8 +253,49 @@ def make_inductor(model, args, device: str) -> dict:
 
 def make_eager(model) -> dict:
     entry = _blank("eager")
-    entry.update(_fn=model, _torch=True, compile_seconds=0.0)
+    entry.update(_fn=model, _torch=True, compile_seconds=0.0, runtime="torch")
     return entry
+
+
+class _Held:
+    """Device memory a contender holds between calls (weights it copied, CUDA graph pools,
+    static buffers): torch's allocator's bytes in use after it was made and called a few times
+    (CUDA graphs are recorded on the calls after the first), outputs dropped, against those
+    before. On CUDA only; measured as each contender is made, so it counts only its own."""
+
+    def __init__(self, device: str):
+        self.cuda = device == "cuda"
+        self.before = _torch_allocated() if self.cuda else 0
+
+    def after(self, fn, args, calls: int = 2) -> float | None:
+        if not self.cuda:
+            return None
+        import torch
+
+        with torch.no_grad():
+            for _ in range(calls):
+                fn(*args)
+        return round(max(0, _torch_allocated() - self.before) / 2**20, 3)
+
+
+def _held_or_none(held: _Held, compiled, args) -> float | None:
+    """Held memory of a braze module on torch's allocator (its launcher's weights); None for
+    iree.runtime (IREE's own allocator statistics give that figure) or when the call fails
+    (measure() records the failure)."""
+    try:
+        return held.after(compiled, args) if compiled.runtime_for(*args) == "launch" else None
+    except Exception:
+        return None
+
+
+def _torch_allocated() -> int:
+    import gc
+
+    import torch
+
+    gc.collect()
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated()
 
 
 def from_compiled(name: str, compiled, compile_seconds: float | None = None) -> dict:
@@ -235,12 +311,19 @@ def from_compiled(name: str, compiled, compile_seconds: float | None = None) -> 
     return entry
 
 
+def runtime_of(name: str) -> str | None:
+    """The runtime each IREE contender is run with: the raw toolchain is iree.runtime; braze
+    takes its default (the CUDA launcher where the module has a plan and torch has the GPU)."""
+    return "iree" if name == "iree" else None
+
+
 def compile_iree(name: str, model, args, device: str, target: str | None) -> tuple[dict, object]:
     import braze
 
     try:
         t0 = time.perf_counter()
-        compiled = braze.compile(model, *args, device=device, target=target, fusion=(name == "braze"))
+        compiled = braze.compile(model, *args, device=device, target=target, fusion=(name == "braze"),
+                                 runtime=runtime_of(name))
         wall = time.perf_counter() - t0
         return from_compiled(name, compiled, wall), compiled
     except Exception as e:
@@ -266,6 +349,9 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
     for c in contenders:
         if c["status"] != "ok":
             continue
+        if not c["_torch"]:
+            c["runtime"] = c["_fn"].runtime_for(*args)
+            c["_torch"] = c["runtime"] == "launch"  # on torch's stream: timed as torch's calls are
         try:
             with torch.no_grad():
                 out = [t.float() for t in _flat(c["_fn"](*args))]
@@ -286,9 +372,12 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
         with torch.no_grad():
             return timer.event_call(c["_fn"], args) if c["_torch"] else timer.sync_call(c["_fn"], args)
 
-    for _ in range(3):  # warm-up: caches, allocator pools, lazy initialization
+    for _ in range(3):  # warm-up: caches, allocator pools, lazy initialization, graph recording
         for c in ready:
             call(c)
+    if device == "cuda":
+        for c in ready:
+            _memory(c, args)
     if reps is None:
         round_s = sum(call(c) for c in ready) or 1e-6
         reps = int(max(min_reps, min(1000, budget_s / round_s)))
@@ -324,6 +413,47 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
         "min_bytes": nbytes,
         "contenders": {c["name"]: {k: c.get(k) for k in ("name",) + METRICS} for c in contenders},
     }
+
+
+def _memory(c: dict, args) -> None:
+    """Peak device memory of one call above what was in use before it (outputs and
+    intermediates), and memory held between calls. torch's allocator statistics for contenders
+    on torch's stream; for iree.runtime, IREE's allocator statistics (it has no peak reset: the
+    bytes it allocated during the call, an upper bound of the call's peak)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            if c["runtime"] == "iree":
+                stats = c["_fn"].program.device.allocator
+                if not stats.has_statistics:
+                    c["memory_method"] = "none: this iree.runtime build keeps no allocator statistics"
+                    return
+                s0 = stats.statistics
+                torch_before = _torch_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                out = c["_fn"](*args)
+                torch.cuda.synchronize()
+                s1 = stats.statistics
+                iree_bytes = s1["device_bytes_allocated"] - s0["device_bytes_allocated"]
+                torch_bytes = torch.cuda.max_memory_allocated() - torch_before
+                del out
+                c["peak_call_mib"] = round((iree_bytes + max(0, torch_bytes)) / 2**20, 3)
+                c["memory_method"] = ("IREE device bytes allocated during the call + torch's peak above "
+                                      "its use before it")
+                live = s1["device_bytes_allocated"] - s1["device_bytes_freed"]
+                c["held_mib"] = round(live / 2**20, 3)  # all of this device's live IREE buffers
+                return
+            before = _torch_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            out = c["_fn"](*args)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - before
+            del out
+            c["peak_call_mib"] = round(max(0, peak) / 2**20, 3)
+            c["memory_method"] = "torch.cuda.max_memory_allocated during the call minus memory_allocated before it"
+    except Exception as e:  # memory figures are evidence beside the benchmark, not the benchmark
+        c["memory_method"] = f"failed: {_error_text(e)}"
 
 
 # -- run context -------------------------------------------------------------------------
@@ -415,8 +545,11 @@ def bench_here(args) -> int:
     budget, min_reps = _default_budget(device, args.quick)
     copy_gbs = copy_bandwidth(_torch_device(device))
     result = _header(device, args.target, {"reps": args.reps, "budget_s": budget, "quick": args.quick,
-                                           "threads": args.threads, "mode": "local"}, copy_gbs)
-    steps = len(workloads) * (len(COMPILED) + 1)
+                                           "threads": args.threads, "mode": "local",
+                                           "torch_compile_modes": _modes(args.torch_compile_modes, device)},
+                     copy_gbs)
+    modes = _modes(args.torch_compile_modes, device)
+    steps = len(workloads) * (len(modes) + 3)
     step = 0
     for w in workloads:
         model, cpu_args = w.build(device)
@@ -424,14 +557,22 @@ def bench_here(args) -> int:
         model_dev = model.to(tdev)
         dev_args = [a.to(tdev) for a in cpu_args]
         contenders = [make_eager(model_dev)]
-        for name in COMPILED:
+        _reset_torch()
+        for mode in modes:
+            step += 1
+            _progress(f"[{step}/{steps}] compiling {w.name} (torch.compile {mode})...")
+            entry = make_inductor(model_dev, dev_args, tdev, mode)
+            if entry["status"] != "ok":
+                _progress(f"    torch.compile {mode} failed: {entry['error'][:200]}")
+            contenders.append(entry)
+        for name in ("iree", "braze"):
             step += 1
             _progress(f"[{step}/{steps}] compiling {w.name} ({name})...")
-            if name == "inductor":
-                entry = make_inductor(model_dev, dev_args, tdev)
-            else:
-                entry, _ = compile_iree(name, model.to("cpu"), cpu_args, device, args.target)
-                model_dev = model.to(tdev)
+            held = _Held(device)
+            entry, compiled = compile_iree(name, model.to("cpu"), cpu_args, device, args.target)
+            model_dev = model.to(tdev)
+            if compiled is not None:
+                entry["held_mib"] = _held_or_none(held, compiled, dev_args)
             if entry["status"] != "ok":
                 _progress(f"    {name} failed: {entry['error'][:200]}")
             contenders.append(entry)
@@ -576,9 +717,11 @@ def bench_run(args) -> int:
     if device == "cpu":
         set_threads(args.threads)
     budget, min_reps = _default_budget(device, args.quick)
+    modes = _modes(args.torch_compile_modes, device)
     copy_gbs = copy_bandwidth(tdev)
     result = _header(device, manifests[0].get("target"),
                      {"reps": args.reps, "budget_s": budget, "quick": args.quick, "mode": "artifacts",
+                      "torch_compile_modes": modes,
                       "threads": args.threads,
                       "built": manifests[0].get("built"), "build_versions": manifests[0].get("versions")},
                      copy_gbs)
@@ -605,7 +748,7 @@ def bench_run(args) -> int:
             notes.append("inputs differ from the build")
         model = model.to(tdev)
         dev_args = [a.to(tdev) for a in cpu_args]
-        contenders = [make_eager(model), make_inductor(model, dev_args, tdev)]
+        contenders = [make_eager(model)] + make_inductors(model, dev_args, tdev, modes)
         for name in ("iree", "braze"):
             if name not in arts:
                 continue
@@ -615,8 +758,10 @@ def bench_run(args) -> int:
                 entry.update(status="error", error="build failed: " + str(art.get("error")))
             else:
                 try:
-                    loaded = braze.load(folder / art["file"], device=device)
+                    held = _Held(device)
+                    loaded = braze.load(folder / art["file"], device=device, runtime=runtime_of(name))
                     entry = from_compiled(name, loaded, art.get("compile_seconds"))
+                    entry["held_mib"] = _held_or_none(held, loaded, dev_args)
                 except Exception as ex:
                     entry = _blank(name)
                     entry.update(status="error", error="load failed: " + _error_text(ex))
@@ -654,8 +799,8 @@ def table(result: dict) -> str:
         + (f", braze commit {result['git_commit']}" if result.get("git_commit") else "") + "  ",
         f"Copy bandwidth (device to device, measured in this run): {_fmt(result.get('copy_bandwidth_gbs'), '.1f')} GB/s",
         "",
-        "| workload | shapes | contender | median ms | p10–p90 ms | reps | kernels | compile s | max rel err | GB/s (% of copy) | speedup vs eager |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | shapes | contender | median ms | p10–p90 ms | reps | kernels | compile s | max rel err | GB/s (% of copy) | MiB per call (held) | speedup vs eager |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in result["workloads"]:
         for name in CONTENDERS:
@@ -664,7 +809,7 @@ def table(result: dict) -> str:
                 continue
             if c["status"] != "ok":
                 lines.append(f"| {w['name']} | {w['shapes']} | {name} | error | | | | "
-                             f"{_fmt(c.get('compile_seconds'), '.1f')} | | | {_md_escape(c['error'])[:160]} |")
+                             f"{_fmt(c.get('compile_seconds'), '.1f')} | | | | {_md_escape(c['error'])[:160]} |")
                 continue
             lat = c["latency_ms"]
             bw = "—"
@@ -675,9 +820,56 @@ def table(result: dict) -> str:
                 f"| {w['name']} | {w['shapes']} | {name} | {lat['median']:.3f} | {lat['p10']:.3f}–{lat['p90']:.3f} | "
                 f"{c['reps']} | {_fmt(c.get('kernels'), 'd') if c.get('kernels') is not None else '—'} | "
                 f"{_fmt(c.get('compile_seconds'), '.1f')} | {_fmt(c.get('max_rel_err'), '.1e')} | {bw} | "
-                f"{_fmt(c.get('speedup_vs_eager'), '.2f')}x |")
+                f"{_memory_text(c)} | {_fmt(c.get('speedup_vs_eager'), '.2f')}x |")
     lines += ["", "Kernels: " + "; ".join(sorted(_kernel_methods(result))) + "."]
+    methods = sorted({f"{n}: {c['memory_method']}" for w in result["workloads"]
+                      for n, c in w["contenders"].items() if c.get("memory_method")})
+    if methods:
+        lines += ["", "Memory (device MiB one call needs above what was in use before it; held between calls): "
+                  + "; ".join(methods) + "."]
+    lines += ["", *summary(result)]
     return "\n".join(lines)
+
+
+def _memory_text(c: dict) -> str:
+    if c.get("peak_call_mib") is None:
+        return "—"
+    held = c.get("held_mib")
+    return f"{c['peak_call_mib']:.2f}" + (f" ({held:.1f})" if held is not None else "")
+
+
+def geomean(values: list[float]) -> float | None:
+    import math
+
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summary(result: dict) -> list[str]:
+    """Geometric means over the workloads every contender of a comparison ran: each contender
+    against eager, and braze against each of the others (ratio > 1: braze is faster)."""
+    names = [n for n in CONTENDERS if any(n in w["contenders"] for w in result["workloads"])]
+
+    def median(w, n):
+        c = w["contenders"].get(n)
+        return c["latency_ms"]["median"] if c and c.get("status") == "ok" and c.get("latency_ms") else None
+
+    lines = ["| geomean over workloads | " + " | ".join(LABELS[n] for n in names) + " |",
+             "|---|" + "---:|" * len(names)]
+    for base in ["eager"] + ([] if "braze" not in names else ["braze"]):
+        cells = []
+        for n in names:
+            pairs = [(median(w, base), median(w, n)) for w in result["workloads"]]
+            pairs = [(b, x) for b, x in pairs if b and x]
+            if base == "eager":
+                g = geomean([b / x for b, x in pairs])  # speedup of n over eager
+            else:
+                g = geomean([x / b for b, x in pairs])  # braze's speedup over n
+            wins = sum((b / x if base == "eager" else x / b) > 1 for b, x in pairs)
+            cells.append(f"{g:.2f}x ({wins}/{len(pairs)})" if g else "—")
+        title = "speedup over torch eager (faster on)" if base == "eager" else "braze's speedup over it (braze faster on)"
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _kernel_methods(result: dict) -> set[str]:
@@ -719,8 +911,11 @@ def chart(result: dict, path: str | Path) -> str | None:
     names = [w["name"] for w in result["workloads"]]
     others = [c for c in CONTENDERS if c != "eager"]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(names) + 2), 4.5))
-    width = 0.8 / len(others)
-    colors = {"inductor": "#4c72b0", "iree": "#999999", "braze": "#dd8452"}
+    colors = {"inductor": "#4c72b0", "inductor-ro": "#64b5cd", "inductor-max": "#8172b3",
+              "iree": "#999999", "braze": "#dd8452"}
+    others = [n for n in others if any((w["contenders"].get(n) or {}).get("speedup_vs_eager")
+                                       for w in result["workloads"])]
+    width = 0.8 / max(1, len(others))
     for i, name in enumerate(others):
         xs, ys = [], []
         for j, w in enumerate(result["workloads"]):
@@ -728,8 +923,7 @@ def chart(result: dict, path: str | Path) -> str | None:
             if c.get("speedup_vs_eager"):
                 xs.append(j + (i - (len(others) - 1) / 2) * width)
                 ys.append(c["speedup_vs_eager"])
-        label = {"inductor": "torch.compile", "iree": "IREE (no braze fusion)", "braze": "braze"}[name]
-        ax.bar(xs, ys, width, label=label, color=colors[name])
+        ax.bar(xs, ys, width, label=LABELS[name], color=colors[name])
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)))
@@ -813,6 +1007,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", help="write DEVICE-DATE.json/.md/.png here (e.g. bench/results)")
     p.add_argument("--threads", type=_positive, default=None,
                    help="CPU only: threads for torch and IREE's local-task executor (default: all cores)")
+    p.add_argument("--torch-compile-modes", default=None,
+                   help="comma-separated torch.compile modes to measure: " + ", ".join(TORCH_COMPILE_MODES)
+                        + " (default: all three on CUDA, default elsewhere)")
 
 
 def _positive(text: str) -> int:

@@ -94,6 +94,12 @@ class CompiledModule:
                                       copy_inputs=frozenset(self.abi["copy_inputs"]))
         return self._launcher
 
+    def runtime_for(self, *args, **kwargs) -> str:
+        """Which runtime a call with these arguments takes: 'launch' (braze's CUDA launcher, on
+        torch's current stream, returning before the GPU finishes) or 'iree' (iree.runtime)."""
+        values = [v for v, _ in self.signature.flatten_call(args, kwargs)]
+        return "launch" if self._uses_launcher(self.state() + values) else "iree"
+
     def _uses_launcher(self, values: list) -> bool:
         if self.plan is None or self.runtime == "iree":
             return False
@@ -167,8 +173,9 @@ class CompiledModule:
         arrays = [_host_array(v, spec.dtype) for v, spec in zip(self.state(), self.signature.state_specs)]
         files = {}
         if self.plan is not None:
-            files = dict(self.plan.blobs())
-            files[PLAN_FILE] = json.dumps(self.plan.to_json()).encode()
+            shared = self.plan.shared_with(self.vmfb)  # the weights and PTX IREE's program holds
+            files = dict(self.plan.blobs(shared))
+            files[PLAN_FILE] = json.dumps(self.plan.to_json(shared)).encode()
         meta["runtime"] = self.runtime
         return artifact.write(path, self.vmfb, meta, overwrite=overwrite, arrays=arrays, files=files)
 
@@ -251,7 +258,7 @@ def load(path: str | os.PathLike, device: str | None = None, outputs: str = "aut
         from .cuda.plan import LaunchPlan
 
         try:
-            plan = LaunchPlan.from_json(json.loads(files[PLAN_FILE]), files)
+            plan = LaunchPlan.from_json(json.loads(files[PLAN_FILE]), files, vmfb)
         except (KeyError, TypeError, ValueError) as e:
             raise ArtifactError(f"{path} has a damaged CUDA launch plan ({type(e).__name__}: {e}); "
                                 "load it with runtime='iree' or save it again") from None

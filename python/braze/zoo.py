@@ -50,6 +50,11 @@ class Case:
     rtol: float
     """Allowed max |braze - eager| divided by max |eager| (0 means exact)."""
     description: str
+    known: dict = field(default_factory=dict)
+    """device -> (stage, why): failures of IREE 3.13 itself (the raw toolchain fails the same
+    way) that braze cannot avoid yet; stage is 'compile' or 'numerics'. Tests expect them
+    strictly (an unexpected pass fails, so the mark goes when IREE is fixed); the GPU check
+    reports them apart from real failures."""
 
 
 class BroadcastChain(nn.Module):
@@ -344,10 +349,14 @@ CASES = [
          2e-2, "bfloat16 elementwise chain"),
     Case("masked_fill_bool", _seeded(lambda: (MaskedFill(), (torch.randn(6, 10), torch.rand(6, 10) > 0.5), {})), 0.0, "bool mask input and output"),
     Case("mobilenet", lambda: (*mobilenet(), {}), 1e-4, "MobileNetV2-style: depthwise convolutions, ReLU6, BatchNorm"),
-    Case("mobilenet_bf16", lambda: (*mobilenet_bf16(), {}), 3e-2, "the same in bfloat16"),
+    Case("mobilenet_bf16", lambda: (*mobilenet_bf16(), {}), 3e-2, "the same in bfloat16",
+         known={"vulkan": ("compile", "IREE 3.13's SPIR-V codegen cannot compile a bf16 convolution ('no GPU "
+                                      "subgroup mma compute ops generated'), without braze's passes too")}),
     Case("transformer_encoder_256", _seeded(lambda: (nn.TransformerEncoderLayer(256, 4, batch_first=True),
                                                      (torch.randn(2, 16, 256),), {})),
-         1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward"),
+         1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward",
+         known={"vulkan": ("numerics", "wrong on Vulkan (relative error 0.19, without braze's passes too; "
+                                       "bench/repro/vulkan_mha.py, issue 19)")}),
 ]
 
 BY_NAME = {c.name: c for c in CASES}

@@ -10,7 +10,10 @@ from braze.zoo import CPU_DEFAULT, GPU_DEFAULT, QUICK, WORKLOADS, checksum
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-def _check_result(result, contenders=bench.CONTENDERS):
+CPU_CONTENDERS = ("eager", "inductor", "iree", "braze")
+
+
+def _check_result(result, contenders=CPU_CONTENDERS):
     assert result["schema"] == bench.SCHEMA
     for key in ("date", "device", "machine", "versions", "copy_bandwidth_gbs", "settings", "workloads"):
         assert key in result, key
@@ -32,16 +35,21 @@ def _check_result(result, contenders=bench.CONTENDERS):
     assert row["contenders"]["eager"]["kernels"] == 6  # mul, add, relu, sigmoid, mul, sub
     for name in ("iree", "braze"):
         assert set(row["contenders"][name]["compile_stages"]) >= {"export", "import", "iree_compile"}
+        assert row["contenders"][name]["runtime"] == "iree"  # the CPU has no launcher
+    assert row["contenders"]["eager"]["runtime"] == "torch"
 
 
 @pytest.mark.slow
 def test_bench_here(tmp_path):
     out = tmp_path / "r.json"
-    assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", "1", "--json", str(out)]) == 0
+    assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", "1", "--json", str(out),
+                       "--torch-compile-modes", "default,max-autotune"]) == 0
     result = json.loads(out.read_text())
-    _check_result(result)
+    _check_result(result, CPU_CONTENDERS + ("inductor-max",))
     text = bench.table(result)
     assert "| tiny_chain | 256x256 float32 | eager |" in text
+    assert "| tiny_chain | 256x256 float32 | inductor-max |" in text
+    assert "| speedup over torch eager (faster on) |" in text
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -85,3 +93,29 @@ def test_workload_table():
     assert checksum(args) == checksum(args2)  # seeded: the GPU host rebuilds the same inputs
     _, bf = WORKLOADS["gelu_mlp_bf16"].build("cpu")
     assert str(bf[0].dtype) == "torch.bfloat16"
+
+
+def test_torch_compile_modes():
+    assert bench.default_modes("cuda") == ["default", "reduce-overhead", "max-autotune"]
+    assert bench.default_modes("cpu") == ["default"]
+    assert bench._modes("reduce-overhead", "cpu") == ["reduce-overhead"]
+    with pytest.raises(bench.UsageError, match="unknown mode.*fastest"):
+        bench._modes("default,fastest", "cuda")
+
+
+def _row(name, **medians):
+    return {"name": name, "contenders": {
+        n: {"status": "ok", "latency_ms": {"median": m}} for n, m in medians.items()}}
+
+
+def test_summary_geomeans_by_hand():
+    result = {"workloads": [_row("a", eager=2.0, inductor=1.0, braze=4.0),
+                            _row("b", eager=8.0, inductor=4.0, braze=1.0),
+                            _row("c", eager=1.0, braze=1.0)]}  # no inductor: left out of its means
+    header, _, vs_eager, vs_braze = bench.summary(result)
+    assert header == "| geomean over workloads | torch eager | torch.compile | braze |"
+    # braze over eager: sqrt(0.5 * 8) * 1 -> (0.5 * 8 * 1) ** (1/3) = 1.587; inductor: 2.0 on a and b
+    assert vs_eager == "| speedup over torch eager (faster on) | 1.00x (0/3) | 2.00x (2/2) | 1.59x (1/3) |"
+    # braze over eager: 1.59 as above; over inductor: 1/4 on a, 4 on b -> 1.00
+    assert vs_braze == ("| braze's speedup over it (braze faster on) | 1.59x (1/3) | 1.00x (1/2) | "
+                        "1.00x (0/3) |")

@@ -21,6 +21,11 @@ GPU_TARGETS = [("cuda", "sm_90"), ("vulkan", "ampere")]
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_cross_compile_metadata(case, device, target, tmp_path):
     model, args, kwargs = case.build()
+    stage, why = case.known.get(device, (None, None))
+    if stage == "compile":  # IREE's own failure, reported as IREE's with the op's location
+        with pytest.raises(braze.CompileError, match=f"IREE failed to compile {type(model).__name__} for {device}"):
+            braze.compile(model, *args, example_kwargs=kwargs, device=device, target=target)
+        return
     compiled = braze.compile(model, *args, example_kwargs=kwargs, device=device, target=target)
     path = compiled.save(tmp_path / f"{case.name}.braze")
     with zipfile.ZipFile(path) as z:

@@ -51,11 +51,39 @@ def test_every_zoo_model_has_a_plan_with_ireees_dispatches(compiled, name):
 def test_the_plan_survives_save_and_load(compiled, tmp_path):
     module = compiled["transformer_encoder"]
     path = module.save(tmp_path / "m.braze")
-    _, meta, _, files = artifact.read(path)
+    vmfb, meta, _, files = artifact.read(path)
     assert meta["runtime"] == "auto"
-    plan = LaunchPlan.from_json(json.loads(files["cuda/plan.json"]), files)
+    plan = LaunchPlan.from_json(json.loads(files["cuda/plan.json"]), files, vmfb)
     assert plan.to_json() == module.plan.to_json()
-    assert plan.constants == module.plan.constants and plan.executables[0].ptx == module.plan.executables[0].ptx
+    assert [bytes(c) for c in plan.constants] == [bytes(c) for c in module.plan.constants]
+    assert plan.executables[0].ptx == module.plan.executables[0].ptx
+    # The weights and PTX are not stored twice: the plan points into the vmfb for each piece
+    # IREE's program holds, so the artifact is the vmfb and some metadata, not twice the vmfb.
+    assert sum(len(c) for c in module.plan.constants) > 100_000  # the small layer's float32 weights
+    assert not [name for name, data in files.items() if name != "cuda/plan.json" and len(data) > 4096]
+    assert path.stat().st_size < len(vmfb) + len(json.dumps(meta)) + len(files["cuda/plan.json"]) + 16384
+
+
+def test_a_plan_reads_its_bulk_as_files_or_vmfb_offsets():
+    """Both forms of a constant or a module's PTX: a file of its own (version 1, and bytes the
+    vmfb lacks) and an offset into the vmfb; an offset past its end is a damaged plan."""
+    from braze.cuda.plan import Executable
+
+    plan = LaunchPlan([Executable([".entry k() {}"], [])], [b"abcd", b"wxyz"], [], [], 0, 0)
+    vmfb = b"...abcd...//.entry k() {}\x00"
+    shared = plan.shared_with(vmfb)
+    assert shared == {"cuda/constant0.bin": 3, "cuda/executable0.module0.ptx": 12}
+    data, blobs = plan.to_json(shared), plan.blobs(shared)
+    assert set(blobs) == {"cuda/constant1.bin"}
+    back = LaunchPlan.from_json(json.loads(json.dumps(data)), blobs, vmfb)
+    assert [bytes(c) for c in back.constants] == [b"abcd", b"wxyz"] and back.executables[0].ptx == [".entry k() {}"]
+    old = plan.to_json()
+    old = dict(old, version=1, constants=[4, 4], executables=[{"kernels": [], "modules": 1}])
+    back = LaunchPlan.from_json(old, plan.blobs())
+    assert [bytes(c) for c in back.constants] == [b"abcd", b"wxyz"] and back.executables[0].ptx == [".entry k() {}"]
+    data["constants"][0]["vmfb_offset"] = len(vmfb) - 2
+    with pytest.raises(ValueError, match="constant0.bin lies outside the program"):
+        LaunchPlan.from_json(data, blobs, vmfb)
 
 
 def test_weights_in_the_plan_are_the_models():

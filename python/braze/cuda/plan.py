@@ -19,9 +19,13 @@ Needs only the standard library: it is read on the GPU host, where there is no c
 from __future__ import annotations
 
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
+READS_VERSIONS = (1, 2)
+"""Version 2 may refer to a constant or a module's PTX by its offset in the artifact's vmfb
+instead of a file of its own (IREE keeps both there already: copies doubled ResNet-18's
+artifact, 45 -> 90 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -88,16 +92,8 @@ class LaunchPlan:
     """Commands that compute constants once, at load (IREE hoists constant work into initializers)."""
     version: int = PLAN_VERSION
 
-    def to_json(self) -> dict:
-        """The plan without its bulk (PTX, constant bytes): those travel as files of their own."""
-        data = asdict(self)
-        data["executables"] = [{"kernels": [asdict(k) for k in e.kernels], "modules": len(e.ptx)}
-                               for e in self.executables]
-        data["constants"] = [len(c) for c in self.constants]
-        return data
-
-    def blobs(self) -> dict[str, bytes]:
-        """The plan's bulk, by file name inside the artifact."""
+    def _bulk(self) -> dict[str, bytes]:
+        """The plan's bulk by file name inside the artifact: each module's PTX, each constant."""
         out = {}
         for i, e in enumerate(self.executables):
             for j, ptx in enumerate(e.ptx):
@@ -106,18 +102,58 @@ class LaunchPlan:
             out[f"cuda/constant{i}.bin"] = c
         return out
 
+    def shared_with(self, vmfb: bytes) -> dict[str, int]:
+        """File name -> offset in `vmfb` of the bulk whose bytes occur there: IREE's program
+        holds the weights and the PTX already (a copy doubled ResNet-18's artifact)."""
+        found = {name: _find(vmfb, data) for name, data in self._bulk().items()}
+        return {name: at for name, at in found.items() if at is not None}
+
+    def to_json(self, shared: dict[str, int] | None = None) -> dict:
+        """The plan without its bulk: each piece is a file of its own, or its offset in the
+        vmfb where `shared` (shared_with) has one."""
+        shared = shared or {}
+        bulk = {name: len(data) for name, data in self._bulk().items()}
+
+        def piece(name: str) -> dict:
+            return {"nbytes": bulk[name], "vmfb_offset": shared.get(name)}
+
+        data = asdict(replace(self, constants=[], executables=[]))  # asdict would deep-copy the bulk
+        data["executables"] = [{"kernels": [asdict(k) for k in e.kernels], "modules": len(e.ptx),
+                                "ptx": [piece(f"cuda/executable{i}.module{j}.ptx") for j in range(len(e.ptx))]}
+                               for i, e in enumerate(self.executables)]
+        data["constants"] = [piece(f"cuda/constant{i}.bin") for i in range(len(self.constants))]
+        return data
+
+    def blobs(self, shared: dict[str, int] | None = None) -> dict[str, bytes]:
+        """The files the plan's bulk needs inside the artifact: the pieces not in `shared`."""
+        return {name: bytes(data) for name, data in self._bulk().items() if name not in (shared or {})}
+
     @classmethod
-    def from_json(cls, data: dict, blobs: dict[str, bytes]) -> "LaunchPlan":
-        if data.get("version") != PLAN_VERSION:
-            raise ValueError(f"launch plan version {data.get('version')} (this braze reads {PLAN_VERSION})")
+    def from_json(cls, data: dict, blobs: dict[str, bytes], vmfb: bytes | None = None) -> "LaunchPlan":
+        if data.get("version") not in READS_VERSIONS:
+            raise ValueError(f"launch plan version {data.get('version')} (this braze reads "
+                             f"{', '.join(map(str, READS_VERSIONS))})")
         ref = lambda r: Ref(str(r["kind"]), int(r["index"])) if r is not None else None  # noqa: E731
+
+        def piece(name: str, entry):
+            """A piece of bulk: its file, or (version 2) its bytes in the vmfb."""
+            if isinstance(entry, dict) and entry.get("vmfb_offset") is not None:
+                start, n = int(entry["vmfb_offset"]), int(entry["nbytes"])
+                if vmfb is None or start < 0 or start + n > len(vmfb):
+                    raise ValueError(f"{name} lies outside the program ({start} + {n} bytes)")
+                return memoryview(vmfb)[start:start + n]
+            return blobs[name]
+
         executables = []
         for i, e in enumerate(data["executables"]):
-            ptx = [blobs[f"cuda/executable{i}.module{j}.ptx"].decode() for j in range(int(e["modules"]))]
+            entries = e.get("ptx") or [None] * int(e["modules"])
+            ptx = [bytes(piece(f"cuda/executable{i}.module{j}.ptx", entries[j])).decode()
+                   for j in range(int(e["modules"]))]
             kernels = [Kernel(str(k["name"]), int(k["module"]), tuple(int(b) for b in k["block"]),
                               int(k["shared_memory"]), int(k["constants"]), int(k["bindings"])) for k in e["kernels"]]
             executables.append(Executable(ptx, kernels))
-        constants = [blobs[f"cuda/constant{i}.bin"] for i in range(len(data["constants"]))]
+        constants = [piece(f"cuda/constant{i}.bin", c) for i, c in enumerate(data["constants"])]
+
         def step(s) -> Step:
             return Step(
                 str(s["op"]), ref(s["target"]), int(s["target_offset"]), int(s["length"]), ref(s["source"]),
@@ -239,3 +275,11 @@ def read_cuda_executable(data: bytes) -> Executable:
     for e in root.tables(0):
         kernels.append(Kernel(e.string(1), e.u32(0), e.struct_u32s(2, 3), e.u32(3), e.u32(4), e.vector_length(5)))
     return Executable(modules, kernels)
+
+
+def _find(vmfb: bytes | None, data) -> int | None:
+    """Offset of `data` in `vmfb`, None when it does not occur (or is empty: nothing to share)."""
+    if vmfb is None or not len(data):
+        return None
+    at = vmfb.find(data)
+    return at if at >= 0 else None

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Third H200 run of the fourth session: the bf16 1x1-convolution fix (the op isolation repro and
+# the bf16 MobileNet through the zoo check), and braze bench with the strongest torch anchors
+# (torch.compile default, reduce-overhead, max-autotune), memory per call, braze on its launcher
+# and the raw toolchain on iree.runtime. Artifacts built here:
+#   python bench/repro/bf16_ops.py build $B/bf16ops
+#   python bench/gpu_check.py build $B/mnet16 --devices cuda --only mobilenet_bf16,mobilenet
+#   braze bench build $B/bench --device cuda --target sm_90        (groups: see GROUPS below)
+#   (cd $B && tar cJf .gpu/art.tar.xz bf16ops mnet16 bench/group-...)
+# then on the GPU host: GROUPS="group-2 group-3" bash bench/experiments/h200-session4c.sh
+set -o pipefail
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
+  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
+mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
+out=${OUT:-/tmp/out}; mkdir -p $out
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $out/gpu.txt
+if [ -d /tmp/art/bf16ops ]; then
+  python3 bench/repro/bf16_ops.py run /tmp/art/bf16ops 2>&1 | tee $out/bf16-ops.txt
+fi
+if [ -d /tmp/art/mnet16 ]; then
+  python3 bench/gpu_check.py run /tmp/art/mnet16 2>&1 | tee $out/mnet16.txt
+fi
+for g in ${GROUPS:-}; do
+  python3 -m braze.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json 2>&1 | tee $out/bench-$g.txt
+done
