@@ -5,9 +5,14 @@
 # and the raw toolchain on iree.runtime. Artifacts built here:
 #   python bench/repro/bf16_ops.py build $B/bf16ops
 #   python bench/gpu_check.py build $B/mnet16 --devices cuda --only mobilenet_bf16,mobilenet
-#   braze bench build $B/bench --device cuda --target sm_90        (groups: see GROUPS below)
-#   (cd $B && tar cJf .gpu/art.tar.xz bf16ops mnet16 bench/group-...)
-# then on the GPU host: GROUPS="group-2 group-3" bash bench/experiments/h200-session4c.sh
+#   braze bench build $B/bench --device cuda --target sm_90
+#   python bench/experiments/pack_calls.py $B/bench $B/pack "<small six>:braze+iree" \
+#       "transformer_encoder_bf16:braze+iree,bert_layer_bf16:braze+iree,gelu_mlp_bf16:braze+iree" \
+#       "resnet18:braze,bert_layer:braze,transformer_encoder:braze,gelu_mlp:braze"
+#   (folders renamed bench/small, bench/bf16, bench/fp32; with bf16ops and mnet16 tarred into
+#   .gpu/art.tar.xz: 47 MB, the artifacts' weights compress 7x)
+# then on the GPU host: BENCH_GROUPS="small bf16 fp32" MODES=default,reduce-overhead bash bench/experiments/h200-session4c.sh
+# (the second call: BENCH_GROUPS=... MODES=max-autotune, the same way).
 set -o pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
   python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
@@ -21,6 +26,7 @@ fi
 if [ -d /tmp/art/mnet16 ]; then
   python3 bench/gpu_check.py run /tmp/art/mnet16 2>&1 | tee $out/mnet16.txt
 fi
-for g in ${GROUPS:-}; do
-  python3 -m braze.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json 2>&1 | tee $out/bench-$g.txt
+for g in ${BENCH_GROUPS:-}; do
+  timeout ${GROUP_TIMEOUT:-240} python3 -m braze.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json \
+    --torch-compile-modes ${MODES:-default,reduce-overhead,max-autotune} 2>&1 | tee $out/bench-$g.txt
 done

@@ -97,7 +97,11 @@ def run(directory: Path) -> int:
         row = [f"{name:22s} eager {err(data['eager'], data['ref']):.1e}"]
         for variant in ("unfused", "braze"):
             for runtime in ("iree", "launch"):
-                module = braze.load(directory / f"{name}.{variant}.braze", runtime=runtime)
+                path = directory / f"{name}.{variant}.braze"
+                if runtime == "launch" and braze.load(path, runtime="iree").report.launch_plan.startswith("none"):
+                    row.append(f"{variant}/{runtime} (no plan)")
+                    continue
+                module = braze.load(path, runtime=runtime)
                 row.append(f"{variant}/{runtime} {err(module(data['x'].cuda()), data['ref']):.1e}")
         print("  ".join(row), flush=True)
     return 0

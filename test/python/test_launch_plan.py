@@ -105,3 +105,42 @@ def test_runtime_iree_compiles_no_plan_and_launch_without_one_fails():
                       output_storage=False)
     with pytest.raises(braze.InputError, match="runtime="):
         braze.compile(torch.nn.ReLU(), torch.randn(8), runtime="fast")
+
+
+def test_bf16_weights_in_hex_form_make_a_plan():
+    """IREE prints a bf16 weight it transposed at compile time as a hex `dense<"0x...">` inside
+    a composite (with a `tensor<1x16x96xbf16>` type a type parser once misread): the plan has
+    the transposed weight's exact bytes instead of falling back."""
+    torch.manual_seed(0)
+
+    class Einsum(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(96, 16))
+
+        def forward(self, x):
+            return torch.einsum("nkm,fk->nfm", x, self.w)
+
+    model = Einsum().eval().bfloat16()
+    module = braze.compile(model, torch.randn(2, 16, 256).bfloat16(), device="cuda", target="sm_90", fusion=False)
+    assert module.plan is not None, module.report.launch_plan
+    blob = b"".join(bytes(c) for c in module.plan.constants)
+    assert model.w.detach().t().contiguous().view(torch.int16).numpy().tobytes() in blob
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('dense<"0x803F0040"> : tensor<2xbf16>', bytes.fromhex("803F0040")),
+    ('dense<"0x803F"> : tensor<3xbf16>', bytes.fromhex("803F") * 3),  # a splat in hex
+    ("dense<[1.0, -2.5]> : tensor<2xbf16>", torch.tensor([1.0, -2.5]).bfloat16().view(torch.int16).numpy().tobytes()),
+    ("dense<0.5> : tensor<2x2xbf16>", torch.full((4,), 0.5).bfloat16().view(torch.int16).numpy().tobytes()),
+    ("dense<[1.0, 0.333251953]> : tensor<2xf16>", torch.tensor([1.0, 0.333251953]).half().view(torch.int16).numpy().tobytes()),
+    ("dense<[1, -2]> : tensor<2xi32>", b"\x01\x00\x00\x00\xfe\xff\xff\xff"),
+])
+def test_constant_literals_to_bytes(text, expected):
+    from types import SimpleNamespace
+
+    from braze._iree_compiler import iree_ir
+    from braze.cuda.build import _Interpreter
+
+    with iree_ir.Context():
+        assert _Interpreter._element_bytes(SimpleNamespace(resources={}), text) == expected

@@ -129,6 +129,24 @@ class _Interpreter:
         pattern = re.match(r"#util\.byte_pattern<(-?\d+)>\s*:\s*(.+)$", text)
         if pattern:
             return bytes([int(pattern.group(1)) & 0xFF]) * _type_bytes(pattern.group(2))
+        raw = re.match(r'dense<"0x([0-9A-Fa-f]*)">\s*:\s*(.+)$', text)
+        if raw:  # MLIR's hex form: the elements' bytes, little-endian (one element: a splat)
+            data, total = bytes.fromhex(raw.group(1)), _type_bytes(raw.group(2))
+            if data and len(data) < total and total % len(data) == 0:
+                data *= total // len(data)
+            return data
+        value, _, type_text = text.rpartition(":")
+        element = re.search(r"[<x]([a-z][a-z0-9]*)>\s*$", type_text)
+        if element and element.group(1) in ("bf16", "f16"):
+            # The bindings cannot read 16-bit float elements: the same literal read as float32
+            # (each value is one of the 16-bit type's, so rounding back is exact).
+            wide = type_text[:element.start(1)] + "f32" + type_text[element.end(1):]
+            values = np.ascontiguousarray(np.array(iree_ir.DenseElementsAttr(
+                iree_ir.Attribute.parse(f"{value}: {wide}"))), dtype=np.float32).reshape(-1)
+            if element.group(1) == "f16":
+                return values.astype(np.float16).tobytes()
+            bits = values.view(np.uint32).astype(np.uint64)
+            return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).tobytes()
         # A literal (splats are expanded by numpy's view of the attribute).
         dense = iree_ir.DenseElementsAttr(iree_ir.Attribute.parse(text))
         return np.ascontiguousarray(np.array(dense)).tobytes()
@@ -450,7 +468,7 @@ def _elements(shape) -> int:
 
 
 def _type_bytes(text: str) -> int:
-    found = re.match(r"(?:tensor|vector)<([0-9x]*?)x?([a-z0-9]+)>", text.strip())
+    found = re.match(r"(?:tensor|vector)<((?:\d+x)*)([a-z][a-z0-9]*)>", text.strip())
     if not found:
         raise Unsupported(f"constant element of type {text}")
     dims = [int(d) for d in found.group(1).split("x") if d]
