@@ -73,13 +73,16 @@ func.func @permuted(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 
 #id = affine_map<(d0) -> (d0)>
 
-// A dtype cast is elementwise: truncf and extf fuse with the ops around them.
+// An f32 -> f16 -> f32 round trip stays in two kernels: inside one, IREE folds
+// extf(truncf(x)) to x and the rounding eager does is lost. The widening op says why.
 // CHECK-LABEL: func.func @cast
-//       CHECK:   "fusion.group"
-//       CHECK:     arith.truncf
-//       CHECK:     arith.extf
-//       CHECK:   }) {kind = "elementwise", label = "group0"
 //   CHECK-NOT:   "fusion.group"
+//       CHECK:   arith.truncf
+//       CHECK:   fusion.unfused = {"0" = "widens a float narrowed just before (IREE folds extf(truncf(x)) to x inside a kernel)"}
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     arith.extf
+//   CHECK-NOT:   "fusion.group"
+//       CHECK:   return
 func.func @cast(%x: tensor<16xf32>) -> tensor<16xf32> {
   %e16 = tensor.empty() : tensor<16xf16>
   %e = tensor.empty() : tensor<16xf32>
@@ -280,4 +283,30 @@ func.func @broadcast_feeder(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x
     linalg.yield %r : f32
   } -> tensor<4x8xf32>
   return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Casts are elementwise otherwise: a widening extf fuses with the math after it.
+// CHECK-LABEL: func.func @widen
+//       CHECK:   "fusion.group"
+//       CHECK:     arith.extf
+//       CHECK:     math.exp
+//       CHECK:   }) {kind = "elementwise", label = "group0"
+//   CHECK-NOT:   "fusion.group"
+func.func @widen(%x: tensor<16xf16>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<16xf16>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f16, %out: f32):
+    %r = arith.extf %in : f16 to f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%0 : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %1 : tensor<16xf32>
 }
