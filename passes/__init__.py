@@ -10,7 +10,7 @@ from . import registry
 from .registry import PASSES, PIPELINES, ModulePass, PassPipeline, parse_pipeline, register
 
 from . import fold_broadcast_matmul, form_groups, lower_to_linalg, report  # noqa: E402,F401  (registration)
-from .gpu import configure_kernels, conv_to_matmul, pad_matmuls, split_k  # noqa: E402,F401
+from .gpu import configure_kernels, conv_to_matmul, generate_kernels, pad_matmuls, split_k  # noqa: E402,F401
 from . import pipelines  # noqa: E402,F401
 from .runner import run_pipeline  # noqa: E402
 

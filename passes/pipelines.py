@@ -67,18 +67,36 @@ class CudaPipeline(PassPipeline):
 
     target: str = option("sm_90", "CUDA capability the kernels are configured for", check=known_cuda_target)
     tuning_cache: str = tuning_cache()
+    kernels: str = option("auto", "Generated (Triton) kernels for matmuls: auto (where Triton is "
+                                  "installed), on, off")
+    fp32: str = option("tf32x3", "Generated float32 matmuls: tf32x3 (float32-accurate), tf32, off")
 
     def expand(self) -> str:
         target = f"target={self.target}"
         tuned = target + (f" tuning-cache={quote_option(self.tuning_cache)}" if self.tuning_cache else "")
-        return (f"fusion-conv-to-matmul{{{target}}},fusion-default-pipeline,fusion-pad-matmuls{{{tuned}}},"
+        return (f"fusion-conv-to-matmul{{{target}}},fusion-default-pipeline,"
+                f"fusion-generate-kernels{{{target} mode={self.kernels} fp32={self.fp32}}},fusion-pad-matmuls{{{tuned}}},"
                 f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
 
 
 def for_device(device: str, arch: str, tuning_cache_path: str = "") -> PassPipeline:
     """The pipeline braze.compile runs for a device (with fusion on)."""
     if device == "cuda":
-        return CudaPipeline(target=arch, tuning_cache=tuning_cache_path)
+        from braze.kernels.build import available
+
+        # Resolved here, so that the pipeline in the report replays the same on any machine.
+        kernels = "on" if available(arch) is None else "off"
+        return CudaPipeline(target=arch, tuning_cache=tuning_cache_path, kernels=kernels, fp32=_fp32_precision())
     if device == "vulkan":
         return VulkanPipeline()
     return CpuPipeline()
+
+
+def _fp32_precision() -> str:
+    """What torch would do with a float32 matmul on CUDA: TF32 only where the user allowed it."""
+    try:
+        import torch
+
+        return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "tf32x3"
+    except ImportError:
+        return "tf32x3"

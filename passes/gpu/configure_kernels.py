@@ -15,8 +15,8 @@ end's context); the back end turns it into `#iree_codegen.compilation_info` with
 TileAndFuse pipeline for CUDA targets and drops it for others.
 
 Only kernels that stand alone are touched: all-parallel generics with identity maps, static
-shapes and no `linalg.index`, whose operands are not made by linalg ops and whose results are
-not read by linalg ops. Elementwise work next to a matmul or reduction is fused into that
+shapes and no `linalg.index`, whose operands are not made by linalg ops (nor all constants: IREE
+evaluates those at compile time, for the host) and whose results are not read by linalg ops. Elementwise work next to a matmul or reduction is fused into that
 dispatch by IREE and keeps IREE's configuration.
 
 The configurations come from `cost_model.py` (memory-bound kernels: 16 bytes per thread per
@@ -153,10 +153,14 @@ def _standalone_elementwise(op: ir.Operation) -> bool:
     body = op.regions[0].blocks[0]
     if any(o.operation.name == "linalg.index" for o in body.operations):
         return False
-    for v in list(g.inputs):
-        owner = _producer_through_reshapes(v)
-        if owner is not None and owner.name.startswith("linalg."):
-            return False
+    inputs = list(g.inputs)
+    owners = [_producer_through_reshapes(v) for v in inputs]
+    if any(o is not None and o.name.startswith("linalg.") for o in owners):
+        return False
+    if inputs and all(o is not None and o.name == "arith.constant" for o in owners):
+        # IREE evaluates it at compile time, on the host (llvm-cpu), where a CUDA
+        # configuration fails to build a pass pipeline.
+        return False
     return not any(u.name.startswith("linalg.") for r in op.results for u in _users_through_reshapes(r))
 
 

@@ -183,6 +183,17 @@ def default_output_storage(target: Target) -> bool:
     return target.device == "cuda"
 
 
+def _embed_kernels(arch: str):
+    """Each function fusion-generate-kernels outlined becomes a dispatch of its generated kernel."""
+    def hook(module) -> None:
+        from .kernels.embed import embed_kernels, kernel_functions
+
+        if kernel_functions(module):
+            embed_kernels(module, arch)
+
+    return hook
+
+
 def _common_flags(target: Target, float64: bool) -> list[str]:
     """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
     default, which changed the dtype and precision of float64 models' results). Others keep
@@ -234,6 +245,8 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
     flags = _common_flags(target, float64) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
+    if target.device == "cuda":
+        hooks.insert(0, _embed_kernels(target.arch))
     if target.device in ("cpu", "vulkan"):
         hooks.append(_hoist_small_bf16_constants)
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:

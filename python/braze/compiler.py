@@ -471,6 +471,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     # Compile-side modules (torch, torch-mlir): braze.load must not need them.
     from . import frontend
     from braze.passes import abi, runner
+    from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
     from braze.passes.report import count_linalg_ops
 
@@ -497,6 +498,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         report.stage_seconds["fusion"] = time.perf_counter() - t0
         report.linalg_ops_after = count_linalg_ops(module_op)
         report.kernel_configs = kernel_configs(module_op)
+        report.kernels = generated_kernels(module_op)
         fusion_report = analyses.get("fusion-report")
         if fusion_report is not None:
             data = json.loads(fusion_report.to_json())

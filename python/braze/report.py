@@ -29,6 +29,9 @@ class Report:
     fusion_text: str = ""
     kernel_configs: list[dict] = field(default_factory=list)
     """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
+    kernels: list[dict] = field(default_factory=list)
+    """CUDA: matmuls given a generated kernel (fusion-generate-kernels: what each computes, its
+    tile) and those left to IREE's code generator, with why."""
     launch_plan: str = ""
     """CUDA: what braze's launcher runs (kernels, fills and copies), or 'none: why'."""
     decisions: list[str] = field(default_factory=list)
@@ -71,6 +74,9 @@ class Report:
             rows.append(("CUDA launch plan", self.launch_plan))
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
+        if self.kernels:
+            made = sum(k["generated"] for k in self.kernels)
+            rows.append(("generated kernels", f"{made} of {len(self.kernels)} matmuls"))
         width = max(len(k) for k, _ in rows)
         lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
         text = "\n".join(lines)
@@ -78,6 +84,11 @@ class Report:
             text += "\n\nkernel configurations (fusion-configure-kernels):"
             for k in self.kernel_configs:
                 text += f"\n  {k['op']:16s} {k['shape']:36s} {k['config']}"
+        if self.kernels:
+            text += "\n\nmatmuls (fusion-generate-kernels):"
+            for k in self.kernels:
+                what = f"@{k['function']}: {k['kernel']}" if k["generated"] else f"IREE: {k['kernel']} ({k['reason']})"
+                text += f"\n  {what}  {k['location']}"
         if self.fusion_text:
             text += "\n\n" + self.fusion_text.rstrip()
         return text

@@ -79,7 +79,7 @@ def test_the_suite_can_fail(monkeypatch):
 
     monkeypatch.setattr(lower_to_linalg, "lower_group", broken)
     caught = 0
-    for seed in range(40):
+    for seed in range(200):  # until three graphs with a fused add are caught
         model, args = random_graph(seed)
         if not any(s.op == "add" for s in model.steps):
             continue
@@ -87,6 +87,8 @@ def test_the_suite_can_fail(monkeypatch):
         with torch.no_grad():
             limit = tolerance(model, max_error(model(*args), e64))
         caught += max_error(braze.compile(model, *args)(*args), e64) > limit
+        if caught == 3:
+            break
     assert caught >= 3
 
 

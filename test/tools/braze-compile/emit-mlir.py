@@ -16,4 +16,4 @@
 # CHECK: linalg.matmul {{.*}}braze.matmul_config = "simt
 # CHECK: tensor.pad
 # The report names the pipeline the compile ran, with its options.
-# REPORT: fusion {{ +}} on (fusion-cuda-pipeline{target=sm_90 tuning-cache={{.*}}tuning.json})
+# REPORT: fusion {{ +}} on (fusion-cuda-pipeline{target=sm_90 tuning-cache={{.*}}tuning.json{{( kernels=on)?}}})

@@ -1,0 +1,432 @@
+"""fusion-generate-kernels: give matmuls, with their casts and epilogue, a kernel of braze's.
+
+    %a32 = extf(%a : MxK bf16)        %bt = linalg.transpose %w (NxK -> KxN)    %b32 = extf(%bt)
+    %c   = linalg.matmul ins(%a32, %b32) outs(fill(0.0) : MxN f32)
+    %d   = linalg.generic ins(%c, %bias : MxN, N) { addf }            (each op's only reader)
+    %e   = linalg.generic ins(%d) { truncf to bf16 } ...
+  ->
+    %e = func.call @braze_kernel0(%a, %w, %bias)
+    func.func private @braze_kernel0(...) attributes {braze.kernel = "<GemmSpec JSON>"} {
+      <the same ops, so the module still means the same without the back end's kernels>
+    }
+
+The back end (braze.kernels.embed) builds the spec's Triton kernel and makes the function's body
+one dispatch of it. Why: IREE 3.13's CUDA code generator has no wgmma, TMA or TF32, and bf16
+GEMMs reach 14-25% of cuBLAS; a Triton kernel inside IREE's program ran at cuBLAS speed on the
+H200 (../shared/DESIGN.md, "Generated kernels inside IREE's program"). IREE fuses nothing into
+an external dispatch, so every epilogue op goes into the kernel here, or it stays a dispatch.
+
+What is taken: a static linalg.matmul or linalg.batch_matmul with bf16 or f16 operands (seen
+through torch-mlir's extf generic, B also through a linalg.transpose of its last two dimensions,
+which makes it K-major), accumulating in f32 from a zero fill; and float32 ones whose B is
+K-major (a Linear's weight), as three TF32 products (`fp32=tf32x3`, float32-accurate, what
+torch's default `allow_tf32=False` asks for) or one (`fp32=tf32`, where torch allows TF32;
+braze.compile reads torch.backends.cuda.matmul.allow_tf32). Its epilogue: the chain of
+all-parallel generics each of which is the only reader of the previous result, with identity
+maps on it, other operands read whole, by column, by row or as scalars, and bodies of the ops in
+braze.kernels.gemm.EPILOGUE_OPS over constants (a widening extf stays with the matmul reading
+it). `report.decisions` names each kernel and its tile; a matmul left alone gets a `braze.kernel_skipped` reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from braze._mlir import ir
+from braze.irutil import all_ops, captured_values, op_id, remap_operands
+from braze.kernels import build as kbuild
+from braze.kernels.gemm import EPILOGUE_OPS, choose_tile
+from braze.kernels.spec import ATTR, GemmSpec, Input
+from braze.targets import cuda_sm_count
+
+from ..registry import ModulePass, decide, option, register
+from ..report import short_location
+from .options import cuda_target
+from .signatures import MATMULS, is_extf
+
+SKIPPED_ATTR = "braze.kernel_skipped"
+GENERATED = ("bf16", "f16")
+
+
+def _check_mode(value: str) -> str | None:
+    return None if value in ("auto", "on", "off") else f"is auto, on or off, got '{value}'"
+
+
+def _check_fp32(value: str) -> str | None:
+    return None if value in ("tf32x3", "tf32", "off") else f"is tf32x3, tf32 or off, got '{value}'"
+
+
+@register
+@dataclass(frozen=True)
+class GenerateKernelsPass(ModulePass):
+    name = "fusion-generate-kernels"
+    summary = ("Outline matmuls with their casts and epilogue chain into functions the back end "
+               "compiles to generated (Triton) kernels")
+
+    target: str = cuda_target("CUDA target (sm_90); empty: nothing is outlined")
+    fp32: str = option("tf32x3", "float32 matmuls: tf32x3 (float32-accurate, torch's default), tf32 (when "
+                                 "torch allows TF32), off (IREE's matmul)", check=_check_fp32)
+    mode: str = option("auto", "on: outline for the target; off: never; auto: on where braze can build "
+                               "the kernels here (Triton installed)", check=_check_mode)
+
+    def run(self, module: ir.Operation) -> None:
+        if not self.target or self.mode == "off":
+            return
+        if kbuild.available(self.target) is not None and (self.mode == "auto" or self.target not in kbuild.ARCHS):
+            return
+        sms = cuda_sm_count(self.target)
+        count = 0
+        for f in list(all_ops(module, "func.func")):
+            if ATTR in f.attributes:
+                continue
+            for mm in all_ops(f, MATMULS):
+                found = _match(mm, self.fp32)
+                if isinstance(found, str):
+                    mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(found)
+                    continue
+                spec, plan = found
+                closure = _closure(plan)
+                if isinstance(closure, str):
+                    mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(closure)
+                    continue
+                bm, bn, bk, warps, stages = choose_tile(spec, sms)
+                spec = GemmSpec(**{**spec.__dict__, "tile": (bm, bn, bk, warps, stages)})
+                label = f"braze_kernel{count}"
+                if not decide(self.name, f"@{label}: {spec.describe()} at {short_location(str(mm.location))}"):
+                    continue
+                _outline(module, f, plan, spec, label)
+                count += 1
+
+
+@dataclass
+class _Plan:
+    args: list            # the outlined function's operands: A, B, epilogue inputs
+    ops: list             # the ops the kernel replaces, in block order (matmul first among its chain)
+    result: ir.Value      # the value the call replaces
+    last: ir.Operation    # the op the call goes before
+
+
+def _owner(v: ir.Value):
+    return v.owner if isinstance(v, ir.OpResult) else None
+
+
+def _peel(v: ir.Value, batched: bool) -> tuple[ir.Value, list, bool]:
+    """(source, ops peeled, transposed): v seen through an extf generic and a transpose of the
+    last two dimensions, in either order."""
+    peeled, transposed = [], False
+    for _ in range(2):
+        o = _owner(v)
+        if o is None:
+            break
+        if o.name == "linalg.generic" and is_extf(o) and not any(p.name == "linalg.generic" for p in peeled):
+            peeled.append(o)
+            v = o.operands[0]
+        elif o.name == "linalg.transpose" and not transposed:
+            perm = list(ir.DenseI64ArrayAttr(o.attributes["permutation"]))
+            want = [0, 2, 1] if batched else [1, 0]
+            if perm != want:
+                break
+            peeled.append(o)
+            transposed = True
+            v = o.operands[0]
+        else:
+            break
+    return v, peeled, transposed
+
+
+def _element(v: ir.Value) -> str:
+    return str(ir.ShapedType(v.type).element_type)
+
+
+def _zero_fill(v: ir.Value) -> ir.Operation | None:
+    o = _owner(v)
+    if o is None or o.name != "linalg.fill":
+        return None
+    c = _owner(o.operands[0])
+    if c is None or c.name != "arith.constant":
+        return None
+    try:
+        return o if ir.FloatAttr(c.attributes["value"]).value == 0.0 else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
+    """The spec and rewrite plan for a matmul, or why it keeps IREE's path."""
+    batched = mm.name == "linalg.batch_matmul"
+    lhs, rhs, init = list(mm.operands)[:3]
+    types = [ir.RankedTensorType(v.type) for v in (lhs, rhs, init)]
+    if not all(t.has_static_shape for t in types):
+        return "dynamic shape"
+    if _element(init) != "f32":
+        return f"accumulates in {_element(init)}"
+    if "indexing_maps" in mm.attributes and str(mm.attributes["indexing_maps"]).count("affine_map") == 3:
+        default = ("(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)")
+        maps = str(mm.attributes["indexing_maps"])
+        if not batched and not all(m in maps for m in default):
+            return "a matmul with its own indexing maps"
+    fill = _zero_fill(init)
+    if fill is None:
+        return "accumulates onto a tensor, not from zero"
+    a, a_ops, a_t = _peel(lhs, batched)
+    b, b_ops, b_t = _peel(rhs, batched)
+    if a_t:
+        return "A is transposed"
+    ta, tb = _element(a), _element(b)
+    precision = ""
+    if ta == tb == "f32" and fp32 != "off":
+        if not b_t:
+            return "float32 B stored [K, N]: TF32 kernels read it 5x slower than K-major (IREE's matmul)"
+        precision = fp32
+    elif ta not in GENERATED or tb != ta:
+        return f"operands {ta} x {tb}: generated kernels take bf16, f16 or float32 (fp32={fp32})"
+    shape = types[0].shape
+    batch, m, k = (shape[0], shape[1], shape[2]) if batched else (0, shape[0], shape[1])
+    n = types[1].shape[-1]
+    if k < 16:
+        return f"K = {k} is below the 16 a tensor-core MMA needs"
+    inputs: list[Input] = []
+    args = [a, b]
+    ops_text: list = []
+    chain = [fill, mm]
+    widened: list = []
+    cur = mm.results[0]
+    names = {cur: "acc"}
+    while True:
+        step = _absorb(cur, names, args, inputs, ops_text, batched, widened)
+        if step is None:
+            break
+        chain.append(step)
+        cur = step.results[0]
+    spec = GemmSpec(m=m, n=n, k=k, a=ta, b=tb, b_layout="nk" if b_t else "kn", out=_element(cur),
+                    inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur], batch=batch,
+                    precision=precision)
+    ops = a_ops + b_ops + widened + chain
+    return spec, _Plan(args, ops, cur, chain[-1])
+
+
+def _access(map_text: str, rank: int) -> str | None:
+    """How a generic operand's indexing map reads it over the [.., M, N] iteration space."""
+    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
+    dims = [d for d in body.split(",") if d]
+    lead = [f"d{i}" for i in range(rank - 2)]
+    m, n = f"d{rank - 2}", f"d{rank - 1}"
+    if dims == lead + [m, n]:
+        return "full"
+    if dims == lead + [n] or dims == [n] and not lead:
+        return "row"
+    if dims == lead + [m] or dims == [m] and not lead:
+        return "col"
+    if not dims:
+        return "scalar"
+    return None
+
+
+def _float_literal(v: ir.Value) -> float | None:
+    o = _owner(v)
+    if o is None or o.name != "arith.constant":
+        return None
+    try:
+        return float(ir.FloatAttr(o.attributes["value"]).value)
+    except (ValueError, TypeError):
+        return None
+
+
+def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list, batched: bool,
+            peeled: list):
+    """The generic after `cur` if it can join the epilogue (appending its body to ops_text), else None."""
+    users = {op_id(u.owner): u.owner for u in cur.uses}
+    if len(users) != 1:
+        return None
+    g = next(iter(users.values()))
+    if g.name != "linalg.generic" or len(g.results) != 1:
+        return None
+    if is_extf(g):
+        return None  # a widening cast stays with its reader (the next matmul reads 16-bit)
+    iters = str(g.attributes["iterator_types"])
+    if "reduction" in iters:
+        return None
+    rank = ir.RankedTensorType(cur.type).rank
+    out_type = ir.RankedTensorType(g.results[0].type)
+    if out_type.rank != rank or list(out_type.shape) != list(ir.RankedTensorType(cur.type).shape):
+        return None
+    maps = [str(m) for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    n_in = len(g.operands) - 1
+    if _access(maps[-1], rank) != "full":
+        return None
+    body = g.regions[0].blocks[0]
+    if len(list(body.arguments[n_in].uses)):
+        return None  # reads its output tensor
+    local: dict = {}
+    pending_inputs = []
+    for i in range(n_in):
+        v = g.operands[i]
+        access = _access(maps[i], rank)
+        if v == cur:
+            if access != "full":
+                return None
+            local[body.arguments[i]] = names[cur]
+            continue
+        o = _owner(v)
+        widened = None
+        if o is not None and o.name == "linalg.generic" and is_extf(o) and \
+                list(ir.RankedTensorType(o.operands[0].type).shape) == list(ir.RankedTensorType(v.type).shape):
+            widened, v = o, o.operands[0]  # read the 16-bit tensor; the kernel widens it as it loads
+        if access is None or _element(v) not in ("f32", "bf16", "f16"):
+            return None
+        if access != "scalar" and batched and access != "full":
+            return None  # a per-batch vector: not a layout the template reads yet
+        pending_inputs.append((i, v, access, widened))
+    for v in captured_values(g):
+        if _float_literal(v) is None:
+            return None
+    lines = []
+    counter = len(ops_text)
+    for o in body.operations:
+        o = o.operation
+        if o.name == "linalg.yield":
+            yielded = o.operands[0]
+            break
+        dialect_op = o.name.split(".", 1)[1]
+        if o.name == "arith.constant":
+            lit = _float_literal(o.results[0])
+            if lit is None:
+                return None
+            local[o.results[0]] = lit
+            continue
+        if dialect_op not in EPILOGUE_OPS or not o.name.startswith(("arith.", "math.")) or len(o.results) != 1:
+            return None
+        operands = []
+        for v in o.operands:
+            if v in local:
+                operands.append(local[v])
+            elif (lit := _float_literal(v)) is not None:
+                operands.append(lit)
+            elif isinstance(v, ir.BlockArgument) and v.owner == body:
+                idx = v.arg_number
+                operands.append(("input", idx))
+            else:
+                return None
+        extra = None
+        if o.name == "arith.cmpf":
+            extra = ir.IntegerAttr(o.attributes["predicate"]).value
+        ty = str(o.results[0].type)
+        if ty not in ("f32", "bf16", "f16", "i1"):
+            return None
+        if ty == "i1" and o.name != "arith.cmpf":
+            return None
+        dst = f"%{counter}"
+        counter += 1
+        lines.append([dst, dialect_op, operands, ty if ty != "i1" else "i1", extra])
+        local[o.results[0]] = dst
+    else:
+        return None
+    if yielded not in local and not (isinstance(yielded, ir.BlockArgument)):
+        return None
+    # Commit: bind the inputs this generic reads, then its ops.
+    bound = {}
+    for i, v, access, widened in pending_inputs:
+        if widened is not None and all(op_id(widened) != op_id(p) for p in peeled):
+            peeled.append(widened)
+        for j, existing in enumerate(args[2:]):
+            if existing == v and inputs[j].access == access:
+                bound[i] = f"in{j}"
+                break
+        else:
+            args.append(v)
+            inputs.append(Input(_element(v), access))
+            bound[i] = f"in{len(inputs) - 1}"
+    for idx in range(n_in):
+        if body.arguments[idx] in local and idx not in bound:
+            bound[idx] = local[body.arguments[idx]]
+
+    def resolve(x):
+        return bound[x[1]] if isinstance(x, tuple) else x
+
+    for dst, op, operands, ty, extra in lines:
+        ops_text.append((dst, op, [resolve(x) for x in operands], ty, extra))
+    if isinstance(yielded, ir.BlockArgument):
+        names[g.results[0]] = bound[yielded.arg_number]
+    else:
+        names[g.results[0]] = local[yielded]
+    return g
+
+
+TAKEN_ALONG = ("arith.constant", "tensor.empty", "tensor.collapse_shape", "tensor.expand_shape")
+"""Ops the outlined function clones besides the kernel's own: what its ops read that is not
+one of the kernel's operands (an empty init, a scalar constant, a reshape of an empty init)."""
+
+
+def _closure(plan: _Plan) -> set | str:
+    """Keys of the ops the outlined function holds, or why the plan reads something else."""
+    wanted = {op_id(o) for o in plan.ops}
+    args = set(plan.args)
+    todo = [v for o in plan.ops for v in list(o.operands) + captured_values(o)]
+    while todo:
+        v = todo.pop()
+        o = _owner(v)
+        if o is None or v in args or op_id(o) in wanted:
+            continue
+        if o.name not in TAKEN_ALONG:
+            return f"the matmul's ops read a {o.name} result that is not a kernel operand"
+        wanted.add(op_id(o))
+        todo.extend(o.operands)
+    return wanted
+
+
+def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec, label: str) -> None:
+    """Move the plan's ops into a new private function `label` and call it in their place."""
+    arg_types = [str(v.type) for v in plan.args]
+    result_type = str(plan.result.type)
+    params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(arg_types))
+    spec_text = spec.to_json().replace("\\", "\\\\").replace('"', '\\"')
+    scratch = ir.Module.parse(
+        f'func.func private @{label}({params}) -> {result_type} attributes {{{ATTR} = "{spec_text}"}} {{\n'
+        f"  %0 = tensor.empty() : {result_type}\n  return %0 : {result_type}\n}}"
+    )
+    new = scratch.body.operations[0].operation
+    block = new.regions[0].blocks[0]
+    dummy, ret = [o.operation for o in block.operations]
+    mapping = {v: block.arguments[i] for i, v in enumerate(plan.args)}
+    order = [o.operation for o in f.regions[0].blocks[0].operations]
+    wanted = _closure(plan)
+    if isinstance(wanted, str):
+        raise AssertionError(wanted)
+    with ir.InsertionPoint(ret), ret.location:
+        for o in order:
+            if op_id(o) not in wanted:
+                continue
+            clone = o.clone()
+            remap_operands(clone, mapping)
+            for old, newv in zip(o.results, clone.results):
+                mapping[old] = newv
+    ret.operands[0] = mapping[plan.result]
+    dummy.erase()
+    new.move_after(list(module.regions[0].blocks[0].operations)[-1].operation)
+    with ir.InsertionPoint(plan.last), plan.last.location:
+        call = ir.Operation.create("func.call", results=[plan.result.type], operands=plan.args,
+                                   attributes={"callee": ir.FlatSymbolRefAttr.get(label)})
+    plan.result.replace_all_uses_with(call.results[0])
+    position = {op_id(o): i for i, o in enumerate(order)}
+    for o in sorted(plan.ops, key=lambda o: position[op_id(o)], reverse=True):
+        if all(not list(r.uses) for r in o.results):
+            o.erase()
+
+
+def generated_kernels(module: ir.Operation) -> list[dict]:
+    """What fusion-generate-kernels did, for the report: each outlined kernel (function, what it
+    computes, where) and each matmul it left to IREE, with why."""
+    found = []
+    for f in all_ops(module, "func.func"):
+        if ATTR in f.attributes:
+            spec = GemmSpec.from_json(ir.StringAttr(f.attributes[ATTR]).value)
+            mm = next(iter(all_ops(f, MATMULS)), None)
+            found.append({"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
+                          "generated": True,
+                          "location": short_location(str(mm.location)) if mm is not None else ""})
+    for mm in all_ops(module, MATMULS):
+        if SKIPPED_ATTR in mm.attributes:
+            found.append({"function": "", "kernel": f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}",
+                          "generated": False, "reason": ir.StringAttr(mm.attributes[SKIPPED_ATTR]).value,
+                          "location": short_location(str(mm.location))})
+    return found

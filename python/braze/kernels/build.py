@@ -1,0 +1,146 @@
+"""Compiling a GemmSpec to PTX with Triton, cached on disk.
+
+    $BRAZE_CACHE_DIR/kernels/<kernel name>-<versions>/   (default ~/.cache/braze/kernels/...)
+        kernel.py     the generated Triton source (Triton's JIT reads it from its file)
+        kernel.ptx    what IREE embeds
+        meta.json     {"name", "shared", "warps", "ptx_sha256"}
+
+Only `triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32))` is used: no GPU, no
+driver, no JIT launch, no autotuner. A cache entry is whole or absent (each file is written
+atomically, meta.json last, with the PTX's hash): an entry that does not check out is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from braze.errors import CompileError
+from braze.fileutil import write_atomically
+
+from . import gemm
+from .spec import GemmSpec
+
+ARCHS = {"sm_90": 90}
+"""CUDA capabilities braze generates kernels for (wgmma: sm_90a code runs on 9.0 only)."""
+
+
+@dataclass(frozen=True)
+class Built:
+    name: str
+    ptx: str
+    shared: int
+    warps: int
+    grid: tuple[int, int, int]
+    cached: bool
+
+
+def triton_version() -> str | None:
+    try:
+        import triton
+    except ImportError:
+        return None
+    return triton.__version__
+
+
+def available(arch: str) -> str | None:
+    """Why kernels cannot be generated for `arch` here (None when they can)."""
+    if arch not in ARCHS:
+        return f"no generated kernels for {arch} (braze's templates target {', '.join(ARCHS)})"
+    if triton_version() is None:
+        return "Triton is not installed (pip install 'braze[kernels]' or triton==3.6.0)"
+    return None
+
+
+def cache_root() -> Path:
+    root = os.environ.get("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze")
+    return Path(root) / "kernels"
+
+
+def _entry(spec: GemmSpec, arch: str) -> Path:
+    versions = hashlib.sha256(f"{triton_version()} {arch} {_template_hash()}".encode())
+    return cache_root() / f"{gemm.kernel_name(spec)}-{versions.hexdigest()[:12]}"
+
+
+_TEMPLATE_HASH = None
+
+
+def _template_hash() -> str:
+    global _TEMPLATE_HASH
+    if _TEMPLATE_HASH is None:
+        _TEMPLATE_HASH = hashlib.sha256(Path(gemm.__file__).read_bytes()).hexdigest()[:12]
+    return _TEMPLATE_HASH
+
+
+def _load(entry: Path) -> Built | None:
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        ptx = (entry / "kernel.ptx").read_text()
+        if hashlib.sha256(ptx.encode()).hexdigest() != meta["ptx_sha256"]:
+            return None
+        return Built(meta["name"], ptx, int(meta["shared"]), int(meta["warps"]), tuple(meta["grid"]), True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def build(spec: GemmSpec, arch: str = "sm_90") -> Built:
+    """The PTX of the spec's kernel (spec.tile set), from the cache or compiled now."""
+    why = available(arch)
+    if why:
+        raise CompileError(f"braze cannot generate the kernel for {spec.describe()}: {why}")
+    entry = _entry(spec, arch)
+    found = _load(entry)
+    if found is not None:
+        return found
+    entry.mkdir(parents=True, exist_ok=True)
+    name = gemm.kernel_name(spec)
+    path = entry / "kernel.py"
+    write_atomically(path, gemm.source(spec).encode(), overwrite=True)
+    try:
+        ptx, shared, warps = _compile(path, name, spec, ARCHS[arch])
+    except Exception as e:  # Triton's errors are many kinds; all of them are braze's bug here
+        raise CompileError(f"Triton failed to compile braze's kernel for {spec.describe()} "
+                           f"(a braze bug; the generated source is {path}): {type(e).__name__}: {e}") from None
+    write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
+    meta = {"name": name, "shared": shared, "warps": warps, "grid": list(gemm.grid(spec)),
+            "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "spec": spec.to_json()}
+    write_atomically(entry / "meta.json", json.dumps(meta, indent=1).encode(), overwrite=True)
+    return Built(name, ptx, shared, warps, gemm.grid(spec), False)
+
+
+def load_function(path: Path, name: str):
+    """The Triton function `name` defined by the generated source at `path`."""
+    module_name = f"_braze_kernel_{name}"
+    loaded = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[module_name] = module
+    try:
+        loaded.loader.exec_module(module)
+    finally:
+        sys.modules.pop(module_name, None)
+    return getattr(module, name)
+
+
+def _compile(path: Path, name: str, spec: GemmSpec, capability: int) -> tuple[str, int, int]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = load_function(path, name)
+    sig = gemm.signature(spec)
+    pointers = [i for i, t in enumerate(sig.values()) if t.startswith("*")]
+    bm, bn, bk, warps, stages = spec.tile
+    src = ASTSource(fn, signature=sig, constexprs=gemm.constexprs(spec),
+                    attrs={(i,): [["tt.divisibility", 16]] for i in pointers})
+    compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32),
+                              options={"num_warps": warps, "num_stages": stages})
+    meta = compiled.metadata
+    for scratch in ("global_scratch_size", "profile_scratch_size"):
+        if getattr(meta, scratch, 0):
+            raise RuntimeError(f"the kernel needs {scratch}={getattr(meta, scratch)}, which braze does not bind")
+    return compiled.asm["ptx"], int(meta.shared), int(meta.num_warps)

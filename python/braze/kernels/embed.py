@@ -1,0 +1,98 @@
+"""The back end's half: each outlined kernel function becomes one dispatch of a generated kernel.
+
+In IREE's context (a module hook of braze.backend, before IREE compiles), every private function
+carrying a `braze.kernel` spec gets the kernel built (braze.kernels.build) and embedded as an
+external executable; the function's body, which computed the same thing in linalg, becomes
+
+    hal.executable.source private @<name>_exe <{objects = #hal.executable.objects<{
+        #hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{path = ...,
+        data = dense<"0x<PTX>"> : vector<Nxi8>}>]}>}> {
+      hal.executable.export public @<name> ordinal(0) layout(#hal.pipeline.layout<constants = 2,
+          bindings = [A, B, inputs... (ReadOnly), C]>) count(%device: !hal.device) -> (index, index, index) {
+        hal.return <grid> } <{workgroup_size = [32 * warps, 1, 1], workgroup_local_memory = <shared>}>
+    }
+    func.func private @<fn>(%a, %b, %e...) -> C {
+      %r = flow.dispatch @<name>_exe::@<name>(%zero, %zero, %a, %b, %e...) : (...) -> C
+    }
+
+IREE inlines the function into main; the dispatch is one more executable in its program, so
+iree.runtime and braze's launcher (which reads IREE's HAL program) run it with no other change.
+The two zero constants feed the two scratch pointers Triton appends to a kernel's parameters
+(bench/NOTES.md §18: the CUDA ABI is bindings, then each constant as its own parameter).
+"""
+
+from __future__ import annotations
+
+from braze._iree_compiler import iree_ir
+from braze.errors import CompileError
+from braze.irutil import all_ops
+
+from . import build as kbuild
+from . import gemm
+from .spec import ATTR, GemmSpec
+
+
+def kernel_functions(module) -> list:
+    return [f for f in all_ops(module.operation, "func.func") if ATTR in f.attributes]
+
+
+def _executable_text(spec: GemmSpec, built: kbuild.Built, exe: str) -> str:
+    data = built.ptx.encode() + b"\0"
+    n_in = 2 + len(spec.inputs)
+    bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * n_in
+                         + ["#hal.pipeline.binding<storage_buffer>"])
+    gx, gy, gz = built.grid
+    return f'''
+hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{{path = "{built.name}.ptx", data = dense<"0x{data.hex().upper()}"> : vector<{len(data)}xi8>}}>]}}>}}> {{
+  hal.executable.export public @{built.name} ordinal(0) layout(#hal.pipeline.layout<constants = 2, bindings = [{bindings}]>) count(%device: !hal.device) -> (index, index, index) {{
+    %x = arith.constant {gx} : index
+    %y = arith.constant {gy} : index
+    %z = arith.constant {gz} : index
+    hal.return %x, %y, %z : index, index, index
+  }} <{{workgroup_size = [{32 * built.warps} : index, 1 : index, 1 : index], workgroup_local_memory = {built.shared} : index}}>
+}}'''
+
+
+def embed_kernels(module, arch: str) -> list[dict]:
+    """Replace each kernel function's body with a dispatch of its generated kernel; return what
+    was embedded ({"function", "kernel", "spec", "cached"} per kernel) for the report."""
+    done = []
+    functions = kernel_functions(module)
+    if not functions:
+        return done
+    with module.context, iree_ir.Location.unknown():
+        for f in functions:
+            sym = iree_ir.StringAttr(f.attributes["sym_name"]).value
+            try:
+                spec = GemmSpec.from_json(iree_ir.StringAttr(f.attributes[ATTR]).value)
+            except (ValueError, TypeError, KeyError) as e:
+                raise CompileError(f"@{sym} carries a {ATTR} spec braze cannot read: {e}") from None
+            built = kbuild.build(spec, arch)
+            exe = f"{sym}_exe"
+            ftype = iree_ir.FunctionType(iree_ir.TypeAttr(f.attributes["function_type"]).value)
+            args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ftype.inputs))
+            operand_types = ", ".join(["i32", "i32"] + [str(t) for t in ftype.inputs])
+            result = str(ftype.results[0])
+            operands = ", ".join(["%zero", "%zero"] + [f"%a{i}" for i in range(len(ftype.inputs))])
+            text = _executable_text(spec, built, exe) + f'''
+func.func private @{sym}({args}) -> {result} {{
+  %zero = arith.constant 0 : i32
+  %r = flow.dispatch @{exe}::@{built.name}({operands}) : ({operand_types}) -> {result}
+  return %r : {result}
+}}'''
+            try:
+                scratch = iree_ir.Module.parse(text)
+            except iree_ir.MLIRError as e:
+                raise CompileError(f"IREE rejected the dispatch braze wrote for @{sym} (a braze bug): {e}") from None
+            for op in list(scratch.body.operations):
+                op.operation.move_before(f)
+            f.erase()
+            done.append({"function": sym, "kernel": built.name, "spec": spec.describe(), "cached": built.cached})
+    return done
+
+
+def describe(spec_json: str) -> str:
+    return GemmSpec.from_json(spec_json).describe()
+
+
+__all__ = ["embed_kernels", "kernel_functions", "gemm"]

@@ -1,0 +1,240 @@
+"""braze's GEMM template: a Triton kernel per GemmSpec, compiled on a machine with no GPU.
+
+The kernel computes one [BM, BN] tile of C = epilogue(A @ B) per program: A [M, K] row-major,
+B [N, K] (a Linear's weight, K-major) or [K, N], fp32 accumulation (`tl.dot`, wgmma on sm_90),
+then the spec's epilogue on the accumulator tile, then one store. Programs are ordered in
+groups of GROUP_M row tiles so that neighbouring programs share B's columns in L2.
+
+Its parameters are what IREE's CUDA HAL passes an external executable: the bindings in
+dispatch order (A, B, the epilogue inputs, C) as device pointers; the shapes are compile-time
+constants (braze compiles static shapes), and the two scratch pointers Triton appends are fed by
+two dummy 32-bit push constants (braze.kernels.embed).
+
+The generated source is a Python file (Triton's JIT reads a function's source from its file),
+written once per kernel into the kernel cache next to its PTX (braze.kernels.cache).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import textwrap
+
+from .spec import GemmSpec
+
+TL_TYPES = {"f32": "tl.float32", "bf16": "tl.bfloat16", "f16": "tl.float16"}
+TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+GROUP_M = 8
+
+_BINARY = {"addf": "({0} + {1})", "subf": "({0} - {1})", "mulf": "({0} * {1})", "divf": "({0} / {1})",
+           "maximumf": "tl.maximum({0}, {1})", "minimumf": "tl.minimum({0}, {1})",
+           "maxnumf": "tl.maximum({0}, {1})", "minnumf": "tl.minimum({0}, {1})",
+           "powf": "libdevice.pow({0}, {1})"}
+_UNARY = {"negf": "(-{0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})",
+          "erf": "tl.erf({0})", "tanh": "libdevice.tanh({0})", "sqrt": "tl.sqrt_rn({0})",
+          "rsqrt": "(1.0 / tl.sqrt_rn({0}))", "absf": "tl.abs({0})", "extf": "{0}", "truncf": "{0}"}
+_CMP = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<", 12: "<=",
+        13: "!="}
+"""arith.cmpf predicates (ordered and unordered alike: NaN inputs are the user's problem here
+as in a fused IREE kernel) to Python operators."""
+
+EPILOGUE_OPS = frozenset(_BINARY) | frozenset(_UNARY) | {"cmpf", "select"}
+"""The arith/math op names (without dialect) an epilogue may hold."""
+
+
+_FOLD = {"addf": lambda a, b: a + b, "subf": lambda a, b: a - b, "mulf": lambda a, b: a * b,
+         "divf": lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,
+         "maximumf": max, "minimumf": min, "maxnumf": max, "minnumf": min,
+         "negf": lambda a: -a, "absf": abs, "exp": math.exp, "exp2": lambda a: 2.0 ** a, "log": math.log,
+         "erf": math.erf, "tanh": math.tanh, "sqrt": math.sqrt, "rsqrt": lambda a: 1.0 / math.sqrt(a),
+         "extf": lambda a: a, "truncf": lambda a: a, "powf": lambda a, b: a ** b}
+
+
+def round_to(value: float, ty: str) -> float:
+    """`value` rounded to the nearest `ty` (f32, bf16 or f16), ties to even."""
+    if ty == "f16":
+        return struct.unpack("<e", struct.pack("<e", value))[0]
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if ty == "bf16" and math.isfinite(value):
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _fold(op: str, args: list, ty: str) -> float | None:
+    """The value of an op whose operands are all numbers (a GELU's sqrt(2)), or None."""
+    if op not in _FOLD or not all(isinstance(a, (int, float)) for a in args):
+        return None
+    try:
+        return round_to(float(_FOLD[op](*[float(a) for a in args])), ty)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def _operand(x, loaded: dict) -> str:
+    if isinstance(x, (int, float)):
+        if isinstance(x, float) and not math.isfinite(x):
+            return {math.inf: "float('inf')", -math.inf: "float('-inf')"}.get(x, "float('nan')")
+        return repr(float(x))
+    return loaded.get(x, x.replace("%", "t"))
+
+
+def epilogue_lines(spec: GemmSpec) -> list[str]:
+    """Triton statements computing the spec's epilogue on `acc` ([BM, BN], f32); the result
+    is left in `out`."""
+    lines = []
+    loaded = {}
+    for i, inp in enumerate(spec.inputs):
+        ptr = f"e{i}_ptr + batch_id * {_input_batch_stride(spec, i)}"
+        if inp.access == "full":
+            load = f"tl.load({ptr} + rm[:, None] * {spec.n} + rn[None, :], mask=mask_mn)"
+        elif inp.access == "row":
+            load = f"tl.load({ptr} + rn, mask=rn < {spec.n})[None, :]"
+        elif inp.access == "col":
+            load = f"tl.load({ptr} + rm, mask=rm < {spec.m})[:, None]"
+        else:
+            load = f"tl.load({ptr})"
+        lines.append(f"in{i} = {load}.to(tl.float32)")
+        loaded[f"in{i}"] = f"in{i}"
+    folded: dict = {}
+    for dst, op, args, ty, extra in spec.ops:
+        args = [folded.get(x, x) if isinstance(x, str) else x for x in args]
+        value = _fold(op, args, ty)
+        if value is not None:
+            folded[dst] = value
+            continue
+        a = [_operand(x, loaded) for x in args]
+        if op in _BINARY:
+            expr = _BINARY[op].format(*a)
+        elif op in _UNARY:
+            expr = _UNARY[op].format(*a)
+        elif op == "cmpf":
+            if extra not in _CMP:
+                raise ValueError(f"cmpf predicate {extra} is not supported in a generated epilogue")
+            expr = f"({a[0]} {_CMP[extra]} {a[1]})"
+        elif op == "select":
+            expr = f"tl.where({a[0]}, {a[1]}, {a[2]})"
+        else:
+            raise ValueError(f"'{op}' is not an op generated epilogues support")
+        name = dst.replace("%", "t")
+        if ty in ("bf16", "f16"):
+            expr = f"({expr}).to({TL_TYPES[ty]}).to(tl.float32)"
+        lines.append(f"{name} = {expr}")
+    result = folded.get(spec.result, spec.result)
+    lines.append(f"out = {_operand(result, loaded)} + tl.zeros((BM, BN), dtype=tl.float32)")
+    return lines
+
+
+def _input_batch_stride(spec: GemmSpec, i: int) -> int:
+    if not spec.batch:
+        return 0
+    return {"full": spec.m * spec.n, "row": spec.n, "col": spec.m, "scalar": 1}[spec.inputs[i].access]
+
+
+def kernel_name(spec: GemmSpec) -> str:
+    return f"braze_gemm_{spec.key()}"
+
+
+def source(spec: GemmSpec) -> str:
+    """The Python source of the spec's Triton kernel (tile constants are parameters)."""
+    m, n, k = spec.m, spec.n, spec.k
+    e_params = "".join(f"e{i}_ptr, " for i in range(len(spec.inputs)))
+    if spec.b_layout == "nk":
+        b_ptrs = f"b_ptr + batch_id * {n * k} + rn[None, :] * {k} + rk[:, None]"
+        b_step = "BK"
+    else:
+        b_ptrs = f"b_ptr + batch_id * {n * k} + rk[:, None] * {n} + rn[None, :]"
+        b_step = f"BK * {n}"
+    precision = f', input_precision="{spec.precision}"' if spec.precision else ""
+    epilogue = textwrap.indent("\n".join(epilogue_lines(spec)), " " * 4)
+    return f'''\
+# Generated by braze (braze.kernels.gemm) for: {spec.describe()}
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def {kernel_name(spec)}(a_ptr, b_ptr, {e_params}c_ptr,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    batch_id = tl.program_id(1)
+    tiles_m = ({m} + BM - 1) // BM
+    tiles_n = ({n} + BN - 1) // BN
+    in_group = GROUP_M * tiles_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % in_group) % group_m)
+    pid_n = (pid % in_group) // group_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + batch_id * {m * k} + rm[:, None] * {k} + rk[None, :]
+    b_ptrs = {b_ptrs}
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(0, ({k} + BK - 1) // BK):
+        k_left = {k} - kk * BK
+        a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)
+        acc = tl.dot(a, b, acc{precision})
+        a_ptrs += BK
+        b_ptrs += {b_step}
+    mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
+{epilogue}
+    tl.store(c_ptr + batch_id * {m * n} + rm[:, None] * {n} + rn[None, :], out.to({TL_TYPES[spec.out]}), mask=mask_mn)
+'''
+
+
+# -- the cost model --------------------------------------------------------------------------
+
+TILES = (
+    # (BM, BN, BK, warps, stages, relative efficiency of a full tile)
+    (128, 256, 64, 8, 3, 1.00),
+    (128, 128, 64, 8, 4, 0.92),
+    (128, 64, 64, 4, 4, 0.78),
+    (64, 128, 64, 4, 4, 0.74),
+    (64, 64, 64, 4, 4, 0.55),
+)
+"""Candidate tiles for 16-bit GEMMs on sm_90 (wgmma needs BM a multiple of 64). The
+efficiencies are a prediction (bigger tiles reuse each loaded byte more), to be replaced by
+measured ones (bench/NOTES.md §18)."""
+
+
+def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
+    """The tile with the least predicted time: waves of programs over the SMs, each as long as
+    its tile's work over its efficiency (a small grid leaves SMs idle, which favours smaller
+    tiles for few rows)."""
+    best, best_cost = None, math.inf
+    batch = max(spec.batch, 1)
+    for bm, bn, bk, warps, stages, eff in TILES:
+        if spec.a == "f32" and bn > 128:
+            continue
+        programs = -(-spec.m // bm) * -(-spec.n // bn) * batch
+        waves = -(-programs // sms)
+        cost = waves * bm * bn / eff
+        if cost < best_cost:
+            best, best_cost = (bm, bn, bk, warps, stages), cost
+    bm, bn, bk, warps, stages = best
+    if spec.a == "f32":  # 32-bit operands take twice the shared memory per stage
+        bk, stages = 32, 3
+    bk = min(bk, max(16, 1 << (spec.k - 1).bit_length()))  # no K tile longer than K itself
+    return bm, bn, bk, warps, stages
+
+
+def grid(spec: GemmSpec) -> tuple[int, int, int]:
+    bm, bn = spec.tile[0], spec.tile[1]
+    return (-(-spec.m // bm) * -(-spec.n // bn), max(spec.batch, 1), 1)
+
+
+def signature(spec: GemmSpec) -> dict[str, str]:
+    sig = {"a_ptr": "*" + TRITON_TYPES[spec.a], "b_ptr": "*" + TRITON_TYPES[spec.b]}
+    for i, inp in enumerate(spec.inputs):
+        sig[f"e{i}_ptr"] = "*" + TRITON_TYPES[inp.dtype]
+    sig["c_ptr"] = "*" + TRITON_TYPES[spec.out]
+    for c in ("BM", "BN", "BK", "GROUP_M"):
+        sig[c] = "constexpr"
+    return sig
+
+
+def constexprs(spec: GemmSpec) -> dict[str, int]:
+    bm, bn, bk = spec.tile[:3]
+    return {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M}

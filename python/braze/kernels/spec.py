@@ -1,0 +1,108 @@
+"""What a generated kernel computes, as the pass that finds it writes it down.
+
+`fusion-generate-kernels` outlines a matmul with its prologue casts and epilogue chain into a
+private function and records a GemmSpec on it (`braze.kernel`, JSON text, a discardable
+attribute the front end's context can hold). The back end turns the spec into a Triton kernel
+and the function body into one dispatch of it (braze.kernels.embed). This module imports
+neither MLIR binding nor Triton: the spec is plain data.
+
+The epilogue is a straight-line program over [BM, BN] tiles:
+
+    ops: [[dst, op, [operand, ...], type, extra], ...]
+
+operands are "acc" (the f32 accumulator), "in<i>" (the i-th epilogue input, loaded as its
+access pattern says), "%<n>" (an earlier dst) or a number; `type` is the result's MLIR element
+type (values are held in f32; a bf16/f16 result is rounded to that type, as IREE's emulation of
+16-bit arithmetic rounds each op); `extra` is the cmpf predicate or None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+ATTR = "braze.kernel"
+"""The discardable attribute holding a spec's JSON on an outlined kernel function."""
+
+ACCESS = ("full", "row", "col", "scalar")
+"""How an epilogue input is read per output element (i, j): [i, j], [j], [i], [] ."""
+
+FLOAT_TYPES = ("f32", "bf16", "f16")
+
+
+@dataclass(frozen=True)
+class Input:
+    dtype: str
+    access: str
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    m: int
+    n: int
+    k: int
+    a: str
+    """Element type of A ([M, K], row-major)."""
+    b: str
+    """Element type of B."""
+    b_layout: str
+    """'nk': B stored [N, K] (a Linear's weight, K-major); 'kn': stored [K, N]."""
+    out: str
+    """Element type of the result [M, N]."""
+    inputs: tuple[Input, ...] = ()
+    ops: tuple[tuple, ...] = ()
+    result: str = "acc"
+    """The operand the kernel stores."""
+    precision: str = ""
+    """float32 operands: 'tf32x3' (three TF32 products: float32-accurate, as torch's default
+    `allow_tf32=False` asks) or 'tf32' (one, as `allow_tf32=True` allows); '' for 16-bit."""
+    batch: int = 0
+    """0: a matmul; B > 0: a batch matmul, every operand with a leading batch dimension."""
+    tile: tuple[int, ...] = field(default=(), compare=False)
+    """(BM, BN, BK, warps, stages), chosen by the cost model; () until chosen."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "GemmSpec":
+        d = json.loads(text)
+        d["inputs"] = tuple(Input(**i) for i in d.get("inputs", ()))
+        d["ops"] = tuple(tuple(o) for o in d.get("ops", ()))
+        d["tile"] = tuple(d.get("tile", ()))
+        spec = cls(**d)
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """ValueError naming what is wrong with a spec (hand-edited IR reaches the back end too)."""
+        for name in ("m", "n", "k"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("a", "b", "out"):
+            if getattr(self, name) not in FLOAT_TYPES:
+                raise ValueError(f"{name} has element type {getattr(self, name)!r}; kernels take {FLOAT_TYPES}")
+        if self.b_layout not in ("nk", "kn"):
+            raise ValueError(f"b_layout is 'nk' or 'kn', got {self.b_layout!r}")
+        for i in self.inputs:
+            if i.access not in ACCESS or i.dtype not in FLOAT_TYPES:
+                raise ValueError(f"epilogue input {i} is not one of {ACCESS} x {FLOAT_TYPES}")
+        if (self.a == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
+            raise ValueError(f"precision {self.precision!r} does not fit {self.a} operands "
+                             "(float32 takes 'tf32x3' or 'tf32', 16-bit types '')")
+        if self.tile and len(self.tile) != 5:
+            raise ValueError(f"tile is (BM, BN, BK, warps, stages), got {self.tile}")
+
+    def key(self) -> str:
+        """A short stable name for the computation and its tile (the kernel cache's key part)."""
+        text = self.to_json() + json.dumps(list(self.tile))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        lead = f"{self.batch}x" if self.batch else ""
+        epi = ", ".join(o[1] for o in self.ops) or "none"
+        tile = "x".join(map(str, self.tile[:3])) if self.tile else "?"
+        how = f" as {self.precision}" if self.precision else ""
+        return (f"gemm {lead}{self.m}x{self.n}x{self.k} {self.a}*{self.b}({self.b_layout}){how}->{self.out}, "
+                f"epilogue [{epi}], tile {tile}")

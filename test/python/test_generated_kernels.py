@@ -1,0 +1,178 @@
+"""Generated GEMM kernels (fusion-generate-kernels, braze.kernels).
+
+- The template's arithmetic, under Triton's interpreter on the CPU, against torch in float64:
+  a spec the pass made from a real Linear + GELU, and hand-written specs for the layouts, the
+  epilogue's operand kinds, batches and ragged edges (float16: Triton 3.6's interpreter reads
+  bfloat16 tensors wrongly; the bf16 kernels are checked on the GPU).
+- braze.compile for sm_90 on this machine: the kernel is Hopper code (`.target sm_90a`,
+  `wgmma.mma_async`) inside the artifact, one dispatch per Linear, in the launch plan.
+- The kernel cache: a second build is a hit; a damaged entry is rebuilt, never used.
+- On a GPU host (skipped elsewhere): bf16 and f16 results against torch on ragged shapes.
+"""
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+import braze
+from braze.compiler import lower
+from braze.irutil import all_ops
+from braze.kernels import gemm
+from braze.kernels.spec import ATTR, GemmSpec, Input
+
+triton = pytest.importorskip("triton")
+from braze.kernels import build as kbuild  # noqa: E402
+
+HELPER = Path(__file__).parent / "helpers" / "interpret_kernel.py"
+
+
+def _run_interpreted(spec: GemmSpec, args, tmp_path, monkeypatch=None, out_shape=None):
+    (tmp_path / "spec.json").write_text(spec.to_json())
+    torch.save(list(args), tmp_path / "in.pt")
+    subprocess.run([sys.executable, str(HELPER), str(tmp_path / "spec.json"), str(tmp_path / "in.pt"),
+                    str(tmp_path / "out.pt")], check=True)
+    return torch.load(tmp_path / "out.pt")
+
+
+def _specs(module_op) -> list[GemmSpec]:
+    from braze._mlir import ir
+
+    return [GemmSpec.from_json(ir.StringAttr(f.attributes[ATTR]).value)
+            for f in all_ops(module_op, "func.func") if ATTR in f.attributes]
+
+
+class LinearGelu(torch.nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = torch.nn.Linear(k, n)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.linear(x))
+
+
+def _close(got, want64, eager, rel=4.0):
+    """Within `rel` times the error eager float16 itself makes against float64, plus 1 ulp."""
+    err = (got.double() - want64).abs().max().item()
+    own = (eager.double() - want64).abs().max().item()
+    limit = rel * own + 2 ** -10 * want64.abs().max().item()
+    assert err <= limit, f"error {err:.3e} > {limit:.3e} (eager float16's own: {own:.3e})"
+
+
+def test_pass_spec_of_a_linear_gelu_computes_it(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    model = LinearGelu(40, 72).eval().half()
+    x = torch.randn(70, 40).half()
+    lowered = lower(model, x, device="cuda", target="sm_90")
+    (spec,) = _specs(lowered.module.operation)
+    assert (spec.m, spec.n, spec.k, spec.b_layout, spec.out) == (70, 72, 40, "nk", "f16")
+    assert spec.inputs == (Input("f16", "row"),)
+    assert "erf" in [op[1] for op in spec.ops]
+    w, b = model.linear.weight.detach(), model.linear.bias.detach()
+    got = _run_interpreted(spec, (x, w, b), tmp_path, monkeypatch, (70, 72))
+    want = torch.nn.functional.gelu(torch.nn.functional.linear(x.double(), w.double(), b.double()))
+    with torch.no_grad():
+        _close(got, want, model(x))
+
+
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+def test_template_layouts_inputs_and_ragged_edges(layout, tmp_path, monkeypatch):
+    torch.manual_seed(1)
+    m, n, k = 33, 65, 48  # no multiple of the tile in M, N or K
+    a = torch.randn(m, k).half()
+    b = torch.randn(n, k).half() if layout == "nk" else torch.randn(k, n).half()
+    res, col, s = torch.randn(m, n).half(), torch.randn(m).float(), torch.tensor(0.25).half()
+    ops = (("%0", "addf", ["acc", "in0"], "f32", None),       # + residual [M, N]
+           ("%1", "mulf", ["%0", "in1"], "f32", None),        # * a per-row scale [M]
+           ("%2", "cmpf", ["%1", 0.0], "i1", 2),              # > 0
+           ("%3", "mulf", ["%1", "in2"], "f32", None),        # leaky slope, a scalar
+           ("%4", "select", ["%2", "%1", "%3"], "f32", None),
+           ("%5", "truncf", ["%4"], "f16", None))
+    spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
+                    inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
+                    ops=ops, result="%5", tile=(32, 32, 32, 4, 2))
+    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path, monkeypatch, (m, n))
+    bt = b.double().T if layout == "nk" else b.double()
+    y = (a.double() @ bt + res.double()) * col.double()[:, None]
+    want = torch.where(y > 0, y, y * 0.25)
+    eager = torch.where(y > 0, y, y * 0.25).half()  # the one rounding eager makes
+    _close(got, want, eager + 0 * want)
+
+
+def test_template_batch(tmp_path, monkeypatch):
+    torch.manual_seed(2)
+    batch, m, n, k = 3, 20, 24, 32
+    a, b = torch.randn(batch, m, k).half(), torch.randn(batch, k, n).half()
+    spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout="kn", out="f32", batch=batch,
+                    tile=(32, 32, 16, 4, 2))
+    got = _run_interpreted(spec, (a, b), tmp_path, monkeypatch, (batch, m, n))
+    want = a.double() @ b.double()
+    assert (got.double() - want).abs().max().item() < 1e-4 * want.abs().max().item()
+
+
+def test_spec_check_names_the_problem():
+    good = GemmSpec(m=4, n=4, k=16, a="bf16", b="bf16", b_layout="nk", out="bf16")
+    for field, value, words in (("m", 0, "positive"), ("a", "f64", "element type"), ("b_layout", "mn", "nk")):
+        bad = json.loads(good.to_json())
+        bad[field] = value
+        with pytest.raises(ValueError, match=words):
+            GemmSpec.from_json(json.dumps(bad))
+
+
+def test_sm90_artifact_holds_wgmma_kernels(tmp_path):
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).eval()
+    model = model.bfloat16()
+    x = torch.randn(128, 256).bfloat16()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90")
+    made = [k for k in compiled.report.kernels if k["generated"]]
+    assert len(made) == 2, compiled.report.kernels
+    assert "erf" in made[0]["kernel"]
+    assert compiled.report.dispatch_count == 2  # each Linear with its bias and activation
+    assert compiled.report.launch_plan.startswith("2 kernels")
+    assert "generated kernels          2 of 2 matmuls" in compiled.report.table()
+    path = compiled.save(tmp_path / "mlp.braze")
+    with zipfile.ZipFile(path) as z:
+        vmfb = z.read("module.vmfb")
+    assert vmfb.count(b".target sm_90a") == 2 and b"wgmma.mma_async" in vmfb
+    off = braze.compile(model, x, device="cuda", target="sm_90",
+                        pipeline="fusion-cuda-pipeline{target=sm_90 kernels=off}")
+    assert not any(k["generated"] for k in off.report.kernels)
+    with zipfile.ZipFile(off.save(tmp_path / "off.braze")) as z:
+        assert b"wgmma" not in z.read("module.vmfb")
+
+
+def test_kernel_cache_hit_and_damaged_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
+    spec = GemmSpec(m=64, n=64, k=64, a="bf16", b="bf16", b_layout="nk", out="bf16", tile=(64, 64, 64, 4, 3))
+    first = kbuild.build(spec)
+    assert not first.cached and "wgmma" in first.ptx
+    again = kbuild.build(spec)
+    assert again.cached and again.ptx == first.ptx
+    (ptx_file,) = tmp_path.glob("kernels/*/kernel.ptx")
+    ptx_file.write_text(first.ptx[: len(first.ptx) // 2])  # a torn write
+    rebuilt = kbuild.build(spec)
+    assert not rebuilt.cached and rebuilt.ptx == first.ptx
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("m,k,n", [(256, 768, 3072), (77, 200, 131), (1, 64, 64)])
+def test_generated_kernels_on_the_gpu(dtype, m, k, n):
+    torch.manual_seed(4)
+    model = LinearGelu(k, n).eval().to(dtype)
+    x = torch.randn(m, k, dtype=dtype)
+    compiled = braze.compile(model, x, device="cuda")
+    assert any(kk["generated"] for kk in compiled.report.kernels)
+    got = compiled(x.cuda()).cpu()
+    w, b = model.linear.weight.detach().double(), model.linear.bias.detach().double()
+    want = torch.nn.functional.gelu(torch.nn.functional.linear(x.double(), w, b))
+    with torch.no_grad():
+        eager = model.cuda()(x.cuda()).cpu()
+    err = (got.double() - want).abs().max().item()
+    own = (eager.double() - want).abs().max().item()
+    assert err <= 4 * own + 1e-6, (err, own)
