@@ -3,9 +3,12 @@ import pytest
 
 @pytest.fixture(autouse=True, scope="session")
 def empty_tuning_cache(tmp_path_factory):
-    """Tests see an empty kernel-tuning cache, whatever this machine has measured."""
+    """Tests see an empty kernel-tuning cache, whatever this machine has measured, and compile
+    afresh (no compile cache: a test that breaks a pass on purpose must not get a cached module;
+    the compile cache's own tests turn it on)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("BRAZE_CACHE_DIR", str(tmp_path_factory.mktemp("braze-cache")))
+    mp.setenv("BRAZE_COMPILE_CACHE", "0")
     yield
     mp.undo()
 

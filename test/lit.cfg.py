@@ -46,6 +46,7 @@ config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 import tempfile  # noqa: E402
 
 config.environment["BRAZE_CACHE_DIR"] = tempfile.mkdtemp(prefix="braze-lit-cache-")
+config.environment["BRAZE_COMPILE_CACHE"] = "0"  # every compile in a test compiles
 for var in ("PYTHONPATH", "HOME", "TMPDIR", "TEMP", "TMP"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -25,9 +25,10 @@ from .errors import (
     UsageError,
 )
 from .targets import available_devices
+from . import dynamo  # noqa: E402  (torch.compile(backend="braze"); imports no torch until used)
 
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError",
     "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
-    "__version__", "available_devices", "check", "compile", "load",
+    "__version__", "available_devices", "check", "compile", "dynamo", "load",
 ]

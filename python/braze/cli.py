@@ -6,6 +6,7 @@
     braze bench ...            latency, kernels and compile time against torch
     braze tune ...             measure kernel configurations on a GPU host, import the winners
     braze check MODEL ...      compare with eager in float64; bisect to the rewrite that breaks it
+    braze cache info|clear     the persistent compile cache (braze.cache)
     braze devices              which devices iree.runtime can open here
 """
 
@@ -30,6 +31,17 @@ def _tool(name: str):
     module = {"import": "import_model", "compile": "compile_model", "bench": "bench", "tune": "tune",
               "check": "check_model"}[name]
     return importlib.import_module(f"braze.tools.{module}").main
+
+
+def _cache(args) -> int:
+    from . import cache
+
+    if args.action == "clear":
+        print(f"removed {cache.clear()} compiled modules from {cache.root()}")
+        return 0
+    found = cache.info()
+    print(f"compile cache: {found['path']}\nentries: {found['entries']}\nsize: {found['bytes'] / 2**20:.1f} MiB")
+    return 0
 
 
 def _devices(args) -> int:
@@ -61,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(fn=_demo)
     for name, help_text in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text)
+    cache = sub.add_parser("cache", help="the persistent compile cache: where it is and how big (info), or empty it (clear)")
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.set_defaults(fn=_cache)
     devices = sub.add_parser("devices", help="list the devices braze can run on here")
     devices.set_defaults(fn=_devices)
     args = parser.parse_args(argv)

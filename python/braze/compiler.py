@@ -19,6 +19,7 @@ from typing import Any
 
 from . import artifact
 from .errors import ArtifactError, BrazeWarning, CompileError, DependencyError, DeviceError, InputError
+from . import cache as compile_cache
 from .report import Report
 from .signature import Signature
 from .targets import Target, resolve
@@ -122,7 +123,7 @@ class CompiledModule:
     def __call__(self, *args, **kwargs) -> Any:
         flat = self.signature.flatten_call(args, kwargs)
         values = [v for v, _ in flat]
-        if not self._warned_grad and any(getattr(v, "requires_grad", False) for v in values):
+        if not self._warned_grad and any(getattr(v, "requires_grad", False) for v in values) and _grad_enabled():
             self._warned_grad = True
             warnings.warn(f"{self!r}: an input requires grad, but braze computes no gradients: its outputs "
                           "are not part of the autograd graph. Call it under torch.no_grad() or pass "
@@ -182,6 +183,12 @@ class CompiledModule:
     def __repr__(self) -> str:
         ins = ", ".join(s.describe() for s in self.signature.inputs)
         return f"<braze.CompiledModule {self.report.model or 'model'}({ins}) on {self.target.describe()}>"
+
+
+def _grad_enabled() -> bool:
+    import torch  # an input that requires grad is a torch tensor
+
+    return torch.is_grad_enabled()
 
 
 def _require_torch(why: str) -> None:
@@ -352,7 +359,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
             attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
-            **options) -> CompiledModule:
+            cache: bool | None = None, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -380,6 +387,9 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     decision_limit: apply only the first N rewrite decisions braze's passes make (groups formed,
       convolutions rewritten, tiles attached; `report.decisions` lists them all), as LLVM's
       -opt-bisect-limit: braze.check bisects it to find the decision that breaks a model.
+    cache: keep and reuse compiles in the persistent compile cache (braze.cache: keyed on the
+      exported program, its weights, the target, these options and the versions; a hit skips
+      import, fusion and IREE). None (the default): on unless BRAZE_COMPILE_CACHE=0.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -388,16 +398,41 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             f"braze.compile: {type(model).__name__} is in training mode: forward() is compiled as it runs now "
             "(batch statistics, dropout), and the compiled module computes no gradients. For inference, "
             "call model.eval() first.", BrazeWarning, stacklevel=2)
+    if runtime not in (None,) + RUNTIMES:
+        raise InputError(f"runtime={runtime!r}: use 'launch', 'iree' or None (the launcher where it can run)")
+    exported = cache_key = None
+    if compile_cache.enabled(cache):
+        from . import frontend
+        from .tuning import default_path
+
+        t0 = time.perf_counter()
+        exported = frontend.export(model, example_inputs, example_kwargs or {})
+        export_seconds = time.perf_counter() - t0
+        tgt = resolve(device, target)
+        choices = {"fusion": fusion, "pipeline": pipeline, "output_storage": output_storage,
+                   "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
+                   "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
+        cache_key = compile_cache.key(exported, choices, f"{tgt.device} {tgt.arch}",
+                                      pipeline or device_pipeline(tgt, fusion), str(default_path()))
+        t1 = time.perf_counter()
+        hit = compile_cache.load(cache_key, model, runtime)
+        if hit is not None:
+            hit.report.extra["cache"] = {"hit": True, "entry": str(compile_cache.entry(cache_key)),
+                                         "cold_stage_seconds": dict(hit.report.stage_seconds)}
+            hit.report.stage_seconds = {"export": export_seconds, "cache": time.perf_counter() - t1}
+            hit._source = f"the compiled {type(model).__name__} (from the compile cache)"
+            return hit
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
-                    example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit)
+                    example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
+                    exported=exported)
     tgt, report = lowered.target, lowered.report
+    if exported is not None:
+        report.stage_seconds["export"] = export_seconds
     from . import backend
 
     t0 = time.perf_counter()
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
-    if runtime not in (None,) + RUNTIMES:
-        raise InputError(f"runtime={runtime!r}: use 'launch', 'iree' or None (the launcher where it can run)")
     plan_sizes = None
     if tgt.device == "cuda" and runtime != "iree":
         if output_storage:
@@ -424,12 +459,17 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.executable_count = compiled.executable_count
-    return CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
-                          source=f"the compiled {type(model).__name__}",
-                          abi={"output_storage": output_storage, "transient_storage": transient_storage,
-                               "copy_inputs": sorted(lowered.copy_inputs), "copy_outputs": sorted(lowered.copy_outputs)},
-                          state=model if lowered.signature.state else None, plan=plan,
-                          runtime=runtime or "auto")
+    module = CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
+                            source=f"the compiled {type(model).__name__}",
+                            abi={"output_storage": output_storage, "transient_storage": transient_storage,
+                                 "copy_inputs": sorted(lowered.copy_inputs),
+                                 "copy_outputs": sorted(lowered.copy_outputs)},
+                            state=model if lowered.signature.state else None, plan=plan,
+                            runtime=runtime or "auto")
+    if cache_key is not None:
+        stored = compile_cache.store(cache_key, module)
+        report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None}
+    return module
 
 
 @dataclass
@@ -464,7 +504,7 @@ class Lowered:
 
 def lower(model, *example_inputs, device: str = "cpu", target: str | None = None, fusion: bool = True,
           pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None,
-          decision_limit: int | None = None) -> Lowered:
+          decision_limit: int | None = None, exported=None) -> Lowered:
     """The first half of braze.compile (same arguments): export, import, run braze's pipeline.
     `braze compile --emit mlir` prints its result; braze.compile hands it to IREE."""
     tgt = resolve(device, target)
@@ -483,7 +523,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     import torch
 
     imported = frontend.import_model(model, example_inputs, example_kwargs or {},
-                                     attention=frozenset(getattr(torch, d) for d in dtypes))
+                                     attention=frozenset(getattr(torch, d) for d in dtypes), exported=exported)
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)
     report.attention = dict(imported.attention)

@@ -136,7 +136,7 @@ def _distinct_examples(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 
 def import_model(model, args: tuple = (), kwargs: dict | None = None,
-                 attention: frozenset = frozenset()) -> ImportedModule:
+                 attention: frozenset = frozenset(), exported=None) -> ImportedModule:
     """Export and import a model to linalg-on-tensors IR.
 
     attention: torch dtypes whose attention becomes one tm_tensor.attention op (see
@@ -148,10 +148,10 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None,
     kwargs = kwargs or {}
     if attention:
         try:
-            return _import(model, args, kwargs, frozenset(attention))
+            return _import(model, args, kwargs, frozenset(attention), exported)
         except _AttentionNotLowered:
-            pass
-    return _import(model, args, kwargs, frozenset())
+            exported = None  # the first attempt rewrote its graph: export again
+    return _import(model, args, kwargs, frozenset(), exported)
 
 
 class _AttentionNotLowered(Exception):
@@ -159,11 +159,17 @@ class _AttentionNotLowered(Exception):
     covers fewer forms than the decomposition: a 2-D mask, 2-D inputs)."""
 
 
-def _import(model, args: tuple, kwargs: dict, attention: frozenset) -> ImportedModule:
+def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=None) -> ImportedModule:
+    """`exported`: the model's torch.export result when the caller already has it (the
+    compile cache's key is made of it); this import consumes it (its graph is rewritten)."""
     times = {}
     t0 = time.perf_counter()
-    exported = export(model, args, kwargs)
+    if exported is None:
+        exported = export(model, args, kwargs)
     FxImporter, torch_dialect, table = fx_importer()
+    from .decompositions import extra_decompositions
+
+    table = {**table, **extra_decompositions()}
     found = {}
     keep_sdpa = False
     if attention:

@@ -7,9 +7,11 @@ import multiprocessing
 import os
 import stat
 import threading
+import warnings
 import zipfile
 
 import numpy as np
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -250,6 +252,14 @@ def test_inputs_that_require_grad_warn_once(add_one):
         out = add_one(x)
     assert not out.requires_grad
     torch.testing.assert_close(out, x.detach() + 1)
+
+
+def test_inputs_that_require_grad_under_no_grad_do_not_warn(add_one):
+    x = torch.randn(4, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", braze.BrazeWarning)
+        with torch.no_grad():
+            torch.testing.assert_close(add_one(x), x.detach() + 1)
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16])

@@ -1,0 +1,85 @@
+"""Compile times of the bench's models (issue 18's goals), each in a fresh process:
+
+    python bench/experiments/compile_times.py [--workloads a,b] [--out FILE]
+
+per workload (CPU sizes, float32): braze's cold compile for the CPU (empty compile cache), its
+warm compile in a new process (a cache hit), its cold cross-compile for CUDA sm_90, and
+torch.compile's cold compile for the CPU (first call minus an eager call, its caches in a fresh
+folder). Prints a table and the ratios warm/cold, braze/torch.compile and CUDA/CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+CHILD = textwrap.dedent("""
+    import json, sys, time, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    from braze.zoo import WORKLOADS
+    kind, name = sys.argv[1], sys.argv[2]
+    model, args = WORKLOADS[name].build("cpu")
+    t0 = time.perf_counter()
+    if kind == "torch.compile":
+        with torch.no_grad():
+            t0 = time.perf_counter(); model(*args); eager = time.perf_counter() - t0
+            fast = torch.compile(model)
+            t0 = time.perf_counter(); fast(*args); seconds = time.perf_counter() - t0 - eager
+        hit = None
+    else:
+        import braze
+        device = "cuda" if kind == "cuda" else "cpu"
+        target = "sm_90" if kind == "cuda" else None
+        m = braze.compile(model, *args, device=device, target=target)
+        seconds = time.perf_counter() - t0
+        hit = m.report.extra.get("cache", {}).get("hit")
+    print(json.dumps({"seconds": seconds, "hit": hit}))
+""")
+
+
+def _run(kind: str, name: str, env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, kind, name], env=env, capture_output=True, text=True)
+    if out.returncode:
+        return {"seconds": None, "error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    from braze.zoo import CPU_DEFAULT
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workloads", default=",".join(n for n in CPU_DEFAULT if not n.endswith("_bf16")))
+    p.add_argument("--out", default="")
+    args = p.parse_args(argv)
+    rows = []
+    print(f"{'workload':22s} {'braze cpu cold':>14s} {'warm':>7s} {'warm/cold':>9s} {'torch.compile':>13s} "
+          f"{'braze/tc':>8s} {'cuda cold':>9s} {'cuda/cpu':>8s}", flush=True)
+    for name in args.workloads.split(","):
+        with tempfile.TemporaryDirectory() as braze_cache, tempfile.TemporaryDirectory() as inductor_cache:
+            env = dict(os.environ, BRAZE_CACHE_DIR=braze_cache, BRAZE_COMPILE_CACHE="1",
+                       TORCHINDUCTOR_CACHE_DIR=inductor_cache, TRITON_CACHE_DIR=inductor_cache)
+            cold = _run("cpu", name, env)
+            warm = _run("cpu", name, env)
+            cuda = _run("cuda", name, env)
+            tc = _run("torch.compile", name, env)
+        row = {"workload": name, "cold": cold, "warm": warm, "cuda": cuda, "torch_compile": tc}
+        rows.append(row)
+        c, w, g, t = (r.get("seconds") for r in (cold, warm, cuda, tc))
+        ratio = lambda a, b: f"{a / b:.2f}" if a and b else "—"  # noqa: E731
+        show = lambda v: f"{v:.2f}" if v is not None else "—"  # noqa: E731
+        print(f"{name:22s} {show(c):>14s} {show(w):>7s} {ratio(w, c):>9s} {show(t):>13s} {ratio(c, t):>8s} "
+              f"{show(g):>9s} {ratio(g, c):>8s}  (warm hit: {warm.get('hit')})", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The persistent compile cache: a compile already made, in any process, is loaded, not redone.
+
+    $BRAZE_CACHE_DIR/compiled/<key>.braze     (default $XDG_CACHE_HOME/braze, else ~/.cache/braze)
+
+The key is a SHA-256 over everything that decides what braze.compile produces:
+- the exported program (torch.export's graph code, its signature and call structure, the
+  example inputs' shapes and dtypes, and the bytes of every parameter, buffer and constant),
+- the resolved target, every compile option, the pipeline text (which names the generated-kernel
+  and float32 choices), the tuning cache's bytes,
+- the versions of braze's own sources (a hash of its files), torch, torch-mlir, IREE and Triton.
+A hit skips import, fusion, IREE and Triton; export still runs (it is what the key is made of).
+Entries are artifacts (`CompiledModule.save`), written atomically: concurrent compiles of one
+model both write whole files and the later replaces the earlier. An entry that does not load is
+removed and rebuilt, never used. `compile(cache=False)` or BRAZE_COMPILE_CACHE=0 turns it off;
+`braze cache info|clear` shows and empties it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from .errors import BrazeError
+
+_SOURCE_HASH = None
+
+
+def root() -> Path:
+    base = os.environ.get("BRAZE_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = os.path.join(xdg, "braze") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "braze")
+    return Path(base) / "compiled"
+
+
+def enabled(requested: bool | None) -> bool:
+    if requested is not None:
+        return bool(requested)
+    return os.environ.get("BRAZE_COMPILE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def source_hash() -> str:
+    """A hash of braze's own Python sources (a changed pass must not hit an old entry)."""
+    global _SOURCE_HASH
+    if _SOURCE_HASH is None:
+        import braze
+        import braze.passes
+
+        h = hashlib.sha256()
+        for folder in sorted({Path(braze.__file__).parent, Path(braze.passes.__file__).parent}):
+            for path in sorted(folder.rglob("*.py")):
+                h.update(str(path.relative_to(folder)).encode())
+                h.update(path.read_bytes())
+        _SOURCE_HASH = h.hexdigest()
+    return _SOURCE_HASH
+
+
+def _tensor_bytes(t) -> bytes:
+    import torch
+
+    t = t.detach()
+    if t.layout is not torch.strided:
+        t = t.to_dense()
+    t = t.contiguous().cpu()
+    return t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | None) -> str:
+    """The cache key of a compile (see the module docstring)."""
+    from .compiler import versions
+
+    h = hashlib.sha256()
+
+    def put(label: str, data) -> None:
+        data = data if isinstance(data, bytes) else str(data).encode()
+        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    put("graph", exported.graph_module.code)
+    put("signature", exported.graph_signature)
+    put("call", exported.call_spec)
+    for node in exported.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta.get("val")
+            put("input", f"{node.name} {getattr(val, 'shape', val)} {getattr(val, 'dtype', '')}")
+    for label, table in (("state", exported.state_dict), ("constant", exported.constants)):
+        for name in sorted(table):
+            value = table[name]
+            if hasattr(value, "detach"):
+                put(label, f"{name} {tuple(value.shape)} {value.dtype}")
+                put(label + "-bytes", _tensor_bytes(value))
+            else:
+                put(label, f"{name} {value!r}")
+    put("options", json.dumps(options, sort_keys=True, default=repr))
+    put("target", target)
+    put("pipeline", pipeline)
+    if tuning_path and os.path.isfile(tuning_path):
+        with open(tuning_path, "rb") as f:
+            put("tuning", f.read())
+    put("versions", json.dumps(versions(), sort_keys=True, default=repr))
+    put("braze-sources", source_hash())
+    try:
+        from .kernels.build import triton_version
+
+        put("triton", triton_version())
+    except ImportError:
+        put("triton", "")
+    return h.hexdigest()
+
+
+def entry(k: str) -> Path:
+    return root() / f"{k}.braze"
+
+
+def load(k: str, model, runtime: str | None):
+    """The cached module for key `k` bound to `model`'s buffers, or None (a damaged entry is
+    removed)."""
+    from .compiler import load as load_artifact
+
+    path = entry(k)
+    if not path.is_file():
+        return None
+    try:
+        module = load_artifact(path, runtime=runtime)
+    except BrazeError:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return None
+    if module.signature.state:
+        module._state = model  # the program reads and updates the user's buffers, as compiled ones do
+    return module
+
+
+def store(k: str, module) -> Path | None:
+    """Save `module` as key `k`'s entry (atomically; a failure to write only skips caching)."""
+    try:
+        root().mkdir(parents=True, exist_ok=True)
+        return module.save(entry(k), overwrite=True)
+    except (BrazeError, OSError):
+        return None
+
+
+def info() -> dict:
+    folder = root()
+    entries = sorted(folder.glob("*.braze")) if folder.is_dir() else []
+    return {"path": str(folder), "entries": len(entries), "bytes": sum(p.stat().st_size for p in entries)}
+
+
+def clear() -> int:
+    """Remove every entry; return how many."""
+    folder = root()
+    removed = 0
+    if folder.is_dir():
+        for p in folder.glob("*.braze"):
+            try:
+                p.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed

@@ -1,0 +1,48 @@
+"""Decompositions braze adds to torch-mlir's table: fused aten ops of PyTorch's fast paths,
+written out in the ops they fuse.
+
+`nn.TransformerEncoderLayer` in eval mode under no_grad (as torch.compile's Dynamo traces it for
+inference) calls `aten._transformer_encoder_layer_fwd`, one op torch-mlir cannot lower; as
+standard ops it is the layer's own math: self-attention (one in-projection, heads, scaled dot
+products, out-projection), two residual layer norms, and the feed-forward block.
+"""
+
+from __future__ import annotations
+
+
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                  use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2,
+                                  norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
+                                  mask_type=None):
+    import torch
+    import torch.nn.functional as F
+
+    if mask is not None or src.dim() != 3:
+        return NotImplemented  # masks and nested tensors keep the fused op (and its error)
+    batch, seq, _ = src.shape
+    head = embed_dim // num_heads
+
+    def attention(x):
+        q, k, v = F.linear(x, qkv_weight, qkv_bias).chunk(3, dim=-1)
+        q, k, v = (t.reshape(batch, seq, num_heads, head).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v)
+        return F.linear(out.transpose(1, 2).reshape(batch, seq, embed_dim), proj_weight, proj_bias)
+
+    def feed_forward(x):
+        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = F.gelu(hidden) if use_gelu else torch.relu(hidden)
+        return F.linear(hidden, ffn_weight_2, ffn_bias_2)
+
+    norm1 = lambda x: F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)  # noqa: E731
+    norm2 = lambda x: F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)  # noqa: E731
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
+def extra_decompositions() -> dict:
+    import torch
+
+    return {torch.ops.aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd}

@@ -1,0 +1,152 @@
+"""braze as a torch.compile backend.
+
+    model = torch.compile(model, backend="braze")                       # the CPU
+    model = torch.compile(model, backend="braze", options={"device": "cuda", "fusion": True})
+
+Registered through the `torch_dynamo_backends` entry point (pyproject.toml), so the string
+"braze" works once braze is installed. Dynamo captures forward() as FX graphs, splitting it at
+what it cannot trace (print, data-dependent Python, calls into other libraries: graph breaks);
+this backend compiles each graph with `braze.compile(graph, *example_inputs, **options)` for
+inference and returns the compiled module as the graph's code. `options` are braze.compile's
+keyword arguments (device, target, fusion, attention, runtime, iree_flags, ...).
+
+A graph runs in eager instead, with one BrazeWarning saying why, when:
+- it needs autograd (grad mode on and an input or parameter that requires grad: braze computes
+  no gradients), so training under torch.compile(backend="braze") stays correct;
+- it takes symbolic sizes (Dynamo's dynamic shapes: braze compiles static shapes);
+- braze cannot compile it (an op torch-mlir or IREE cannot lower: the warning names it).
+`braze.dynamo.graphs()` lists every graph this process handed braze, compiled or not, with its
+report or the reason it runs in eager.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+from .errors import BrazeError, BrazeWarning, InputError
+
+
+@dataclass
+class Graph:
+    """One FX graph Dynamo handed braze."""
+
+    name: str
+    ops: int
+    compiled: bool
+    reason: str = ""
+    report: object | None = None
+    calls: int = field(default=0, compare=False)
+
+
+_GRAPHS: list[Graph] = []
+_LOCK = threading.Lock()
+
+
+def graphs() -> list[Graph]:
+    """Every graph handed to the braze backend in this process, in order."""
+    with _LOCK:
+        return list(_GRAPHS)
+
+
+def reset() -> None:
+    """Forget the graphs listed by graphs() (torch._dynamo.reset() calls this)."""
+    with _LOCK:
+        _GRAPHS.clear()
+
+
+def _compile_options() -> set[str]:
+    from .compiler import compile as braze_compile
+
+    params = inspect.signature(braze_compile).parameters
+    return {n for n, p in params.items() if p.kind == p.KEYWORD_ONLY} - {"example_kwargs"}
+
+
+def _output_structure(gm):
+    """The pytree spec of what the graph returns, and whether every leaf is a tensor node."""
+    import torch.utils._pytree as pytree
+
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves, spec = pytree.tree_flatten(out.args[0])
+    return spec, all(hasattr(leaf, "op") for leaf in leaves)
+
+
+def _needs_autograd(gm, example_inputs) -> bool:
+    import torch
+
+    if not torch.is_grad_enabled():
+        return False
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    tensors += list(gm.parameters()) + [b for b in gm.buffers()]
+    return any(t.requires_grad for t in tensors)
+
+
+def _eager(gm, graph: Graph, why: str):
+    graph.compiled, graph.reason = False, why
+    warnings.warn(BrazeWarning(f"torch.compile(backend='braze'): {graph.name} ({graph.ops} ops) runs in eager: {why}"),
+                  stacklevel=2)
+    return gm.forward
+
+
+def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None = None):
+    """The torch.compile backend: a compiled callable for one FX graph (or its eager forward)."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from .compiler import compile as braze_compile
+
+    options = dict(options or {})
+    unknown = sorted(set(options) - _compile_options())
+    if unknown:
+        raise InputError(f"torch.compile(backend='braze', options=...): unknown option(s) {', '.join(unknown)}; "
+                         f"braze takes {', '.join(sorted(_compile_options()))}")
+    ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+    with _LOCK:
+        graph = Graph(name=f"graph {len(_GRAPHS)}", ops=ops, compiled=False)
+        _GRAPHS.append(graph)
+    if mode not in (None, "default"):
+        warnings.warn(BrazeWarning(f"torch.compile(backend='braze'): mode={mode!r} is Inductor's; braze ignores it"),
+                      stacklevel=2)
+    if ops == 0:
+        graph.reason = "nothing to compile"
+        return gm.forward
+    if _needs_autograd(gm, example_inputs):
+        return _eager(gm, graph, "it needs autograd (grad mode is on and a tensor requires grad); braze compiles "
+                                 "for inference: call it under torch.no_grad() or torch.inference_mode()")
+    if not all(isinstance(t, torch.Tensor) for t in example_inputs):
+        kinds = sorted({type(t).__name__ for t in example_inputs if not isinstance(t, torch.Tensor)})
+        return _eager(gm, graph, f"it takes {', '.join(kinds)} inputs (dynamic shapes); braze compiles static "
+                                 "shapes: torch.compile(..., dynamic=False)")
+    spec, all_tensors = _output_structure(gm)
+    if not all_tensors:
+        return _eager(gm, graph, "it returns values that are not tensors")
+    if "device" not in options:
+        devices = {t.device.type for t in example_inputs}
+        options["device"] = "cuda" if "cuda" in devices else "cpu"
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*training mode.*", category=BrazeWarning)
+            compiled = braze_compile(gm, *example_inputs, **options)
+    except BrazeError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return _eager(gm, graph, f"braze could not compile it ({type(e).__name__}: {first})")
+    graph.compiled, graph.report = True, compiled.report
+
+    def run(*args):
+        graph.calls += 1
+        result = compiled(*args)
+        leaves = list(result) if isinstance(result, (tuple, list)) else [result]
+        return pytree.tree_unflatten(leaves, spec)
+
+    run.braze_module = compiled
+    return run
+
+
+def _reset_hook() -> None:
+    """torch._dynamo.reset() calls a backend's `reset` attribute."""
+    reset()
+
+
+backend.reset = _reset_hook

@@ -1,0 +1,119 @@
+"""torch.compile(model, backend="braze"): every zoo model against eager, graph breaks, an
+unsupported op left to eager, autograd left to eager, options."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import braze
+import braze.dynamo
+from braze.zoo import CASES, fresh_like, max_rel_error
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    braze.dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_registered_as_a_dynamo_backend():
+    assert "braze" in torch._dynamo.list_backends(exclude_tags=())
+    assert torch._dynamo.lookup_backend("braze") is braze.dynamo.backend
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_zoo_under_torch_compile(case):
+    model, args, kwargs = case.build()
+    args2, kwargs2 = fresh_like((args, kwargs))
+    with torch.no_grad():
+        expected = model(*args2, **kwargs2)
+        got = torch.compile(model, backend="braze")(*args2, **kwargs2)
+    assert max_rel_error(got, expected) <= case.rtol
+    made = braze.dynamo.graphs()
+    assert made and all(g.compiled or g.reason == "nothing to compile" for g in made), made
+
+
+class Breaks(torch.nn.Module):
+    """Three graph breaks (print, a data-dependent branch, a call Dynamo does not trace) and an op
+    torch-mlir cannot lower (erfinv) in a graph of its own: braze does not split graphs yet, so
+    that graph runs in eager and the other three are compiled."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 32)
+        self.b = torch.nn.Linear(32, 32)
+        self.c = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        print("a graph break")
+        if y.mean() > 0.1:  # data-dependent Python
+            y = y * 2
+        z = torch.tanh(self.b(y)) * float(np.sqrt(np.float64(y.shape[-1])))
+        torch._dynamo.graph_break()
+        w = torch.erfinv(z.clamp(-0.5, 0.5))
+        torch._dynamo.graph_break()
+        return self.c(w).softmax(-1)
+
+
+def test_graph_breaks_and_an_unsupported_op(capsys):
+    torch.manual_seed(0)
+    model = Breaks().eval()
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        expected = model.double()(x.double())
+        model.float()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(model, backend="braze")(x)
+    assert (got.double() - expected).abs().max().item() < 1e-5
+    made = braze.dynamo.graphs()
+    assert sum(g.compiled for g in made) >= 3, made
+    eager = [g for g in made if not g.compiled and g.reason != "nothing to compile"]
+    assert len(eager) == 1 and "erfinv" in eager[0].reason, made
+    assert any("runs in eager" in str(w.message) and "erfinv" in str(w.message) for w in caught)
+    assert "a graph break" in capsys.readouterr().out
+
+
+def test_autograd_runs_in_eager_with_one_warning():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 1))
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 1))
+    reference.load_state_dict(model.state_dict())
+    x = torch.randn(5, 8)
+    with pytest.warns(braze.BrazeWarning, match="needs autograd"):
+        loss = torch.compile(model, backend="braze")(x).sum()
+    loss.backward()
+    reference(x).sum().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert not braze.dynamo.graphs()[0].compiled
+
+
+def test_options_reach_braze_and_unknown_ones_are_named():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        torch.compile(model, backend="braze", options={"fusion": False})(x)
+    (graph,) = braze.dynamo.graphs()
+    assert graph.compiled and graph.report.fusion is False
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown option.*fusoin"):
+        with torch.no_grad():
+            torch.compile(model, backend="braze", options={"fusoin": False})(x)
+
+
+def test_repeated_calls_reuse_the_compiled_graph():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.SiLU()).eval()
+    compiled = torch.compile(model, backend="braze")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 8)
+            torch.testing.assert_close(compiled(x), model(x))
+    (graph,) = braze.dynamo.graphs()
+    assert graph.calls == 3
