@@ -12,7 +12,9 @@
 computed as 3xTF32 against cuBLAS's float32).
 
 Cases are Linear layers (y = act(x W^T + b)) at the shapes of the bench's layers, a plain
-GEMM, and ragged shapes that no tile divides.
+GEMM, ragged shapes that no tile divides, and Conv2d + BatchNorm + ReLU at ResNet-18's shapes
+(there the baseline, column 'iree', is braze's earlier im2col copy + matmul:
+`conv-fp32=im2col`; eager is cuDNN, TF32 for float32 as torch's default allows).
 """
 
 from __future__ import annotations
@@ -40,13 +42,49 @@ CASES = {
 }
 
 
+CONV_CASES = {
+    # name: (dtype, N, C, H, W, F, kernel, stride, padding): Conv2d + BatchNorm2d + ReLU
+    "conv3x3_8x64x56_bn_relu": ("float32", 8, 64, 56, 56, 64, 3, 1, 1),
+    "conv7x7s2_stem_8x3x224": ("float32", 8, 3, 224, 224, 64, 7, 2, 3),
+    "conv3x3s2_8x128x28": ("float32", 8, 128, 28, 28, 256, 3, 2, 1),
+    "conv1x1s2_8x64x56": ("float32", 8, 64, 56, 56, 128, 1, 2, 0),
+    "conv3x3_8x64x56_bn_relu_bf16": ("bfloat16", 8, 64, 56, 56, 64, 3, 1, 1),
+    "conv3x3_8x256x14_bf16": ("bfloat16", 8, 256, 14, 14, 256, 3, 1, 1),
+}
+CASES.update({name: None for name in CONV_CASES})
+
 ROWS = 128
 """Rows of each result checked against float64 (the reference travels to the GPU host)."""
+
+
+def _flops(name: str) -> int:
+    if name in CONV_CASES:
+        _, n, c, h, w, f, k, s, p = CONV_CASES[name]
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        return 2 * n * oh * ow * f * c * k * k
+    _, m, k, n, _, _ = CASES[name]
+    return 2 * m * k * n
+
+
+def _conv_model(name: str):
+    import torch
+
+    dtype, n, c, h, w, f, k, s, p = CONV_CASES[name]
+    torch.manual_seed(sum(map(ord, name)))
+    model = torch.nn.Sequential(torch.nn.Conv2d(c, f, k, stride=s, padding=p, bias=False), torch.nn.BatchNorm2d(f),
+                                torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-0.1, 0.1)
+        model[1].running_var.uniform_(0.5, 1.5)
+    x = torch.round(torch.randn(n, c, h, w) * 8) / 8  # few distinct values: compresses for the trip
+    return model.to(getattr(torch, dtype)), x.to(getattr(torch, dtype))
 
 
 def _model(name: str):
     import torch
 
+    if name in CONV_CASES:
+        return _conv_model(name)
     dtype, m, k, n, bias, act = CASES[name]
 
     class Layer(torch.nn.Module):
@@ -92,8 +130,15 @@ def build(out: Path, only: list[str] | None) -> int:
         model, x = _model(name)
         with torch.no_grad():
             wide = _double(model)(x.double())
-        torch.save({"x": x, "reference": wide[:ROWS].clone()}, out / f"{name}.pt")
-        for variant, pipeline in (("kernels", None), ("iree", "fusion-cuda-pipeline{target=sm_90 kernels=off}")):
+        keep = 1 if name in CONV_CASES else ROWS  # a convolution's first image; a GEMM's first rows
+        ref = wide[:keep].float() if name in CONV_CASES else wide[:keep]
+        torch.save({"x": x, "reference": ref.clone()}, out / f"{name}.pt")
+        if name in CONV_CASES:  # implicit GEMM (opt-in) against braze's default im2col + matmul
+            fp32 = "tf32" if torch.backends.cudnn.allow_tf32 else "tf32x3"
+            variants = (("kernels", f"fusion-cuda-pipeline{{target=sm_90 conv-fp32={fp32}}}"), ("iree", None))
+        else:
+            variants = (("kernels", None), ("iree", "fusion-cuda-pipeline{target=sm_90 kernels=off}"))
+        for variant, pipeline in variants:
             t0 = time.perf_counter()
             compiled = braze.compile(model, x, device="cuda", target="sm_90", pipeline=pipeline)
             made = sum(k["generated"] for k in compiled.report.kernels)
@@ -146,13 +191,17 @@ def run(folder: Path) -> int:
         mods = {v: braze.load(folder / f"{name}.{v}.braze", device="cuda") for v in ("kernels", "iree")}
         with torch.no_grad():
             eager_out = model(x)
-        errs = {v: (m(x)[:ROWS].double().cpu() - ref).abs().max().item() for v, m in mods.items()}
-        errs["eager"] = (eager_out[:ROWS].double().cpu() - ref).abs().max().item()
+        keep = ref.shape[0]
+        ref = ref.double()
+        errs = {v: (m(x)[:keep].double().cpu() - ref).abs().max().item() for v, m in mods.items()}
+        errs["eager"] = (eager_out[:keep].double().cpu() - ref).abs().max().item()
         step = {torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10, torch.float32: 2 ** -23}[x.dtype]
+        if name in CONV_CASES and x.dtype == torch.float32:
+            step = 2 ** -9  # TF32 (10-bit mantissa) inputs, as torch's default lets cuDNN use
         # float32 as 3xTF32 drops the smallest of the cross products: a few float32 roundings more
         ok = errs["kernels"] <= (10 if x.dtype == torch.float32 else 4) * errs["eager"] + step * ref.abs().max().item()
         bad += not ok
-        flops = 2 * x.shape[0] * model.linear.in_features * model.linear.out_features
+        flops = _flops(name)
         calls = max(10, min(2000, int(2e13 / flops)))
         times = {v: _time(lambda m=m: m(x), calls) for v, m in mods.items()}
         with torch.no_grad():

@@ -70,12 +70,24 @@ class CudaPipeline(PassPipeline):
     kernels: str = option("auto", "Generated (Triton) kernels for matmuls: auto (where Triton is "
                                   "installed), on, off")
     fp32: str = option("tf32x3", "Generated float32 matmuls: tf32x3 (float32-accurate), tf32, off")
+    conv_fp32: str = option("im2col", "Convolutions as generated implicit GEMMs: im2col (none: braze's im2col "
+                                      "copy + matmul, the measured default), tf32 (float32 ones in TF32, as cuDNN "
+                                      "by default), tf32x3, off (16-bit ones only)")
 
     def expand(self) -> str:
         target = f"target={self.target}"
         tuned = target + (f" tuning-cache={quote_option(self.tuning_cache)}" if self.tuning_cache else "")
-        return (f"fusion-conv-to-matmul{{{target}}},fusion-default-pipeline,"
-                f"fusion-generate-kernels{{{target} mode={self.kernels} fp32={self.fp32}}},fusion-pad-matmuls{{{tuned}}},"
+        leave = ""
+        if self.kernels != "off" and self.conv_fp32 != "im2col":
+            leave = "bf16,f16" if self.conv_fp32 == "off" else "f32,bf16,f16"
+        if self.kernels == "auto":
+            from braze.kernels.build import available
+
+            leave = leave if available(self.target) is None else ""
+        conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
+        return (f"{conv},fusion-default-pipeline,"
+                f"fusion-generate-kernels{{{target} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}}},"
+                f"fusion-pad-matmuls{{{tuned}}},"
                 f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
 
 
@@ -100,3 +112,15 @@ def _fp32_precision() -> str:
         return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "tf32x3"
     except ImportError:
         return "tf32x3"
+
+
+def conv_fp32_precision() -> str:
+    """What torch would do with a float32 convolution on CUDA: cuDNN uses TF32 unless the user
+    turned torch.backends.cudnn.allow_tf32 off. (For `conv-fp32=`: the implicit-GEMM
+    convolutions are opt-in until measured on the GPU; bench/NOTES.md §18.)"""
+    try:
+        import torch
+
+        return "tf32" if torch.backends.cudnn.allow_tf32 else "tf32x3"
+    except ImportError:
+        return "tf32"

@@ -48,6 +48,8 @@ from ..template import replace_with_template
 from .configs import IM2COL_ATTR
 from .cost_model import MATMUL_CANDIDATES, choose_matmul_config, padded
 from .options import cuda_target
+from .signatures import conv_ints as _ints
+from .signatures import generated_conv, zero_padding as _zero_padding
 
 
 @register
@@ -60,10 +62,13 @@ class ConvToMatmulPass(ModulePass):
                               "fusion-configure-kernels can tile for it; empty: every one")
     read_padding: bool = option(True, "The im2col copy reads a zero-padded input's source itself "
                                       "(false: it reads the padded copy)")
+    leave: str = option("", "Comma-separated element types (f32,bf16,f16) whose convolutions "
+                            "fusion-generate-kernels takes as implicit GEMMs: left alone here")
 
     def run(self, module: ir.Operation) -> None:
+        leave = tuple(t for t in self.leave.split(",") if t)
         found = [op for op in all_ops(module, "linalg.conv_2d_nchw_fchw", post_order=True)
-                 if _convertible(op) and self._tiled(op)]
+                 if _convertible(op) and self._tiled(op) and not generated_conv(op, leave)]
         for op in found:
             if decide(self.name, f"{op.name} {_shape_text(op)} as im2col + matmul at {short_location(str(op.location))}"):
                 _rewrite(op, self.read_padding)
@@ -89,44 +94,12 @@ def _shape_text(op: ir.Operation) -> str:
     return " x ".join(str(v.type) for v in list(op.operands)[:2])
 
 
-def _ints(op: ir.Operation, name: str) -> list[int]:
-    if name not in op.attributes:
-        return [1, 1]
-    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
-
-
 def _convertible(op: ir.Operation) -> bool:
     types = [v.type for v in op.operands]
     if not all(isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape for t in types):
         return False
     elements = {str(ir.RankedTensorType(t).element_type) for t in types}
     return elements <= {"f32", "bf16", "f16"}
-
-
-def _zero_padding(x: ir.Value):
-    """(unpadded tensor, (top, left)) when `x` is a static tensor.pad with zeros of the spatial
-    dimensions only (torch-mlir's form of Conv2d's padding), else None."""
-    pad = x.owner if isinstance(x, ir.OpResult) else None
-    if pad is None or pad.name != "tensor.pad" or "static_low" not in pad.attributes:
-        return None
-    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
-    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
-        return None
-    body = [o.operation for o in pad.regions[0].blocks[0].operations]
-    if len(body) != 1 or body[0].name != "tensor.yield":
-        return None
-    value = body[0].operands[0]
-    const = value.owner if isinstance(value, ir.OpResult) else None
-    if const is None or const.name != "arith.constant":
-        return None
-    attr = const.attributes["value"]
-    if not isinstance(attr, ir.FloatAttr) or ir.FloatAttr(attr).value != 0.0:
-        return None
-    source = pad.operands[0]
-    if not ir.RankedTensorType(source.type).has_static_shape:
-        return None
-    return source, (low[2], low[3])
 
 
 def _im2col_reading_unpadded(X: str, col6: str, tx: str, stride, dilation, low, size) -> str:  # noqa: N803

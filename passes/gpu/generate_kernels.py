@@ -42,7 +42,7 @@ from braze.targets import cuda_sm_count
 from ..registry import ModulePass, decide, option, register
 from ..report import short_location
 from .options import cuda_target
-from .signatures import MATMULS, is_extf
+from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 SKIPPED_ATTR = "braze.kernel_skipped"
 GENERATED = ("bf16", "f16")
@@ -66,6 +66,11 @@ class GenerateKernelsPass(ModulePass):
     target: str = cuda_target("CUDA target (sm_90); empty: nothing is outlined")
     fp32: str = option("tf32x3", "float32 matmuls: tf32x3 (float32-accurate, torch's default), tf32 (when "
                                  "torch allows TF32), off (IREE's matmul)", check=_check_fp32)
+    conv_fp32: str = option("im2col", "2-D convolutions as implicit GEMMs: im2col (none: fusion-conv-to-matmul's "
+                                       "form), tf32 (float32 ones in TF32, as cuDNN by default), tf32x3, off "
+                                       "(16-bit ones only)",
+                            check=lambda v: None if v in ("tf32", "tf32x3", "off", "im2col") else
+                            f"is tf32, tf32x3, off or im2col, got '{v}'")
     mode: str = option("auto", "on: outline for the target; off: never; auto: on where braze can build "
                                "the kernels here (Triton installed)", check=_check_mode)
 
@@ -79,8 +84,13 @@ class GenerateKernelsPass(ModulePass):
         for f in list(all_ops(module, "func.func")):
             if ATTR in f.attributes:
                 continue
-            for mm in all_ops(f, MATMULS):
-                found = _match(mm, self.fp32)
+            for mm in all_ops(f, MATMULS + ("linalg.conv_2d_nchw_fchw",)):
+                if mm.name in MATMULS:
+                    found = _match(mm, self.fp32)
+                elif self.conv_fp32 == "im2col":
+                    continue
+                else:
+                    found = _match_conv(mm, self.conv_fp32)
                 if isinstance(found, str):
                     mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(found)
                     continue
@@ -222,6 +232,64 @@ def _access(map_text: str, rank: int) -> str | None:
     return None
 
 
+def _conv_access(map_text: str, rank: int) -> str | None:
+    """How a generic reads an operand over a convolution's [N, F, OH, OW] result: whole (NCHW),
+    per output channel (a [F] or [F, 1, 1] vector), or as a scalar."""
+    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
+    dims = [d for d in body.split(",") if d]
+    if rank != 4:
+        return None
+    if dims == ["d0", "d1", "d2", "d3"]:
+        return "full"
+    if dims in (["d1"], ["d1", "0", "0"]):
+        return "row"
+    if not dims:
+        return "scalar"
+    return None
+
+
+def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
+    """The implicit-GEMM spec and rewrite plan for a convolution, or why it keeps braze's
+    im2col + matmul (or IREE's) path."""
+    elements = ("f32", "bf16", "f16") if fp32 != "off" else ("bf16", "f16")
+    if not generated_conv(op, elements):
+        return "not a static NCHW convolution of one group accumulating in f32 from zero or a bias"
+    x, w, init = op.operands
+    source, peeled, (pt, pl) = x, [], (0, 0)
+    padding = zero_padding(x)
+    if padding is not None:
+        source, (pt, pl) = padding
+        peeled.append(_owner(x))
+    n, c, h, wd = ir.RankedTensorType(source.type).shape
+    f, _, kh, kw = ir.RankedTensorType(w.type).shape
+    _, _, oh, ow = ir.RankedTensorType(init.type).shape
+    sh, sw = conv_ints(op, "strides")
+    dh, dw = conv_ints(op, "dilations")
+    ta = _element(source)
+    kind, bias, init_op = conv_init_bias(init)
+    args, inputs, ops_text = [source, w], [], []
+    names = {op.results[0]: "acc"}
+    if kind == "bias":
+        args.append(bias)
+        inputs.append(Input(_element(bias), "row"))
+        ops_text.append(("%b", "addf", ["acc", "in0"], "f32", None))
+        names[op.results[0]] = "%b"
+    chain = [init_op, op]
+    widened: list = []
+    cur = op.results[0]
+    while True:
+        step = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
+        if step is None:
+            break
+        chain.append(step)
+        cur = step.results[0]
+    spec = GemmSpec(m=n * oh * ow, n=f, k=c * kh * kw, a=ta, b=ta, b_layout="nk", out=_element(cur),
+                    inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
+                    precision=fp32 if ta == "f32" else "",
+                    conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
+    return spec, _Plan(args, peeled + widened + chain, cur, chain[-1])
+
+
 def _float_literal(v: ir.Value) -> float | None:
     o = _owner(v)
     if o is None or o.name != "arith.constant":
@@ -233,7 +301,7 @@ def _float_literal(v: ir.Value) -> float | None:
 
 
 def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list, batched: bool,
-            peeled: list):
+            peeled: list, access_of=None):
     """The generic after `cur` if it can join the epilogue (appending its body to ops_text), else None."""
     users = {op_id(u.owner): u.owner for u in cur.uses}
     if len(users) != 1:
@@ -250,9 +318,10 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     out_type = ir.RankedTensorType(g.results[0].type)
     if out_type.rank != rank or list(out_type.shape) != list(ir.RankedTensorType(cur.type).shape):
         return None
+    access_of = access_of or _access
     maps = [str(m) for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
     n_in = len(g.operands) - 1
-    if _access(maps[-1], rank) != "full":
+    if access_of(maps[-1], rank) != "full":
         return None
     body = g.regions[0].blocks[0]
     if len(list(body.arguments[n_in].uses)):
@@ -261,7 +330,7 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     pending_inputs = []
     for i in range(n_in):
         v = g.operands[i]
-        access = _access(maps[i], rank)
+        access = access_of(maps[i], rank)
         if v == cur:
             if access != "full":
                 return None
@@ -420,11 +489,11 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
     for f in all_ops(module, "func.func"):
         if ATTR in f.attributes:
             spec = GemmSpec.from_json(ir.StringAttr(f.attributes[ATTR]).value)
-            mm = next(iter(all_ops(f, MATMULS)), None)
+            mm = next(iter(all_ops(f, MATMULS + ("linalg.conv_2d_nchw_fchw",))), None)
             found.append({"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
                           "generated": True,
                           "location": short_location(str(mm.location)) if mm is not None else ""})
-    for mm in all_ops(module, MATMULS):
+    for mm in all_ops(module, MATMULS + ("linalg.conv_2d_nchw_fchw",)):
         if SKIPPED_ATTR in mm.attributes:
             found.append({"function": "", "kernel": f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}",
                           "generated": False, "reason": ir.StringAttr(mm.attributes[SKIPPED_ATTR]).value,

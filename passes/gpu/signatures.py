@@ -99,3 +99,71 @@ def kernel_configs(module_op: ir.Operation) -> list[dict]:
                 shape = " x ".join(str(v.type) for v in list(op.operands)[:2])
                 found.append({"op": op.name, "shape": shape, "config": ir.StringAttr(op.attributes[attr]).value})
     return found
+
+
+def conv_ints(op: ir.Operation, name: str) -> list[int]:
+    if name not in op.attributes:
+        return [1, 1]
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def zero_padding(x: ir.Value):
+    """(unpadded tensor, (top, left)) when `x` is a static tensor.pad with zeros of the spatial
+    dimensions only (torch-mlir's form of Conv2d's padding), else None."""
+    pad = x.owner if isinstance(x, ir.OpResult) else None
+    if pad is None or pad.name != "tensor.pad" or "static_low" not in pad.attributes:
+        return None
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+        return None
+    body = [o.operation for o in pad.regions[0].blocks[0].operations]
+    if len(body) != 1 or body[0].name != "tensor.yield":
+        return None
+    value = body[0].operands[0]
+    const = value.owner if isinstance(value, ir.OpResult) else None
+    if const is None or const.name != "arith.constant":
+        return None
+    attr = const.attributes["value"]
+    if not isinstance(attr, ir.FloatAttr) or ir.FloatAttr(attr).value != 0.0:
+        return None
+    source = pad.operands[0]
+    if not ir.RankedTensorType(source.type).has_static_shape:
+        return None
+    return source, (low[2], low[3])
+
+
+def conv_init_bias(init: ir.Value) -> tuple[str, ir.Value | None, ir.Operation | None] | None:
+    """What a convolution accumulates onto: ('zero', None, fill) for a zero fill, ('bias', the
+    [F] bias, broadcast) for torch-mlir's broadcast of a Conv2d bias, else None."""
+    owner = init.owner if isinstance(init, ir.OpResult) else None
+    if owner is None:
+        return None
+    if owner.name == "linalg.fill":
+        c = owner.operands[0].owner if isinstance(owner.operands[0], ir.OpResult) else None
+        if c is not None and c.name == "arith.constant":
+            try:
+                if ir.FloatAttr(c.attributes["value"]).value == 0.0:
+                    return "zero", None, owner
+            except (ValueError, TypeError):
+                return None
+        return None
+    if owner.name == "linalg.broadcast":
+        dims = list(ir.DenseI64ArrayAttr(owner.attributes["dimensions"]))
+        src = owner.operands[0]
+        if dims == [0, 2, 3] and ir.RankedTensorType(src.type).rank == 1:
+            return "bias", src, owner
+    return None
+
+
+def generated_conv(op: ir.Operation, element_types: tuple[str, ...]) -> bool:
+    """Whether fusion-generate-kernels takes this convolution as an implicit GEMM (static NCHW,
+    one group, operands of one of `element_types`, accumulating in f32 from zero or a bias);
+    fusion-conv-to-matmul leaves such convolutions alone."""
+    if op.name != "linalg.conv_2d_nchw_fchw":
+        return False
+    types = [v.type for v in op.operands]
+    if not all(isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape for t in types):
+        return False
+    tx, tw, to = (str(ir.RankedTensorType(t).element_type) for t in types)
+    return tx == tw and tx in element_types and to == "f32" and conv_init_bias(op.operands[2]) is not None

@@ -64,13 +64,11 @@ def _tensor_bytes(t) -> bytes:
     if t.layout is not torch.strided:
         t = t.to_dense()
     t = t.contiguous().cpu()
-    return t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""  # 0-d too
 
 
-def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | None) -> str:
-    """The cache key of a compile (see the module docstring)."""
-    from .compiler import versions
-
+def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | None, versions: dict) -> str:
+    """The cache key of a compile (see the module docstring); `versions`: braze.compiler.versions()."""
     h = hashlib.sha256()
 
     def put(label: str, data) -> None:
@@ -98,7 +96,7 @@ def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | 
     if tuning_path and os.path.isfile(tuning_path):
         with open(tuning_path, "rb") as f:
             put("tuning", f.read())
-    put("versions", json.dumps(versions(), sort_keys=True, default=repr))
+    put("versions", json.dumps(versions, sort_keys=True, default=repr))
     put("braze-sources", source_hash())
     try:
         from .kernels.build import triton_version
@@ -113,11 +111,9 @@ def entry(k: str) -> Path:
     return root() / f"{k}.braze"
 
 
-def load(k: str, model, runtime: str | None):
+def load(k: str, model, runtime: str | None, load_artifact):
     """The cached module for key `k` bound to `model`'s buffers, or None (a damaged entry is
-    removed)."""
-    from .compiler import load as load_artifact
-
+    removed); `load_artifact` is braze.load."""
     path = entry(k)
     if not path.is_file():
         return None

@@ -359,7 +359,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
             attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
-            cache: bool | None = None, **options) -> CompiledModule:
+            cache: bool | None = None, partial: bool = False, **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -390,9 +390,20 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     cache: keep and reuse compiles in the persistent compile cache (braze.cache: keyed on the
       exported program, its weights, the target, these options and the versions; a hit skips
       import, fusion and IREE). None (the default): on unless BRAZE_COMPILE_CACHE=0.
+    partial: where an op cannot be lowered, run it in eager and compile the rest in pieces
+      (braze.partition; the result is a PartialModule, whose report lists the ops in eager);
+      False (the default): such a model raises UnsupportedOpError. On under torch.compile.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
+    if partial:
+        from .partition import compile_partial
+
+        return compile_partial(compile, model, example_inputs, example_kwargs, device=device, target=target,
+                               fusion=fusion,
+                               pipeline=pipeline, output_storage=output_storage,
+                               transient_storage=transient_storage, iree_flags=iree_flags, attention=attention,
+                               decision_limit=decision_limit, runtime=runtime, cache=cache)
     if getattr(model, "training", False):
         warnings.warn(
             f"braze.compile: {type(model).__name__} is in training mode: forward() is compiled as it runs now "
@@ -413,9 +424,9 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                    "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
                    "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
         cache_key = compile_cache.key(exported, choices, f"{tgt.device} {tgt.arch}",
-                                      pipeline or device_pipeline(tgt, fusion), str(default_path()))
+                                      pipeline or device_pipeline(tgt, fusion), str(default_path()), versions())
         t1 = time.perf_counter()
-        hit = compile_cache.load(cache_key, model, runtime)
+        hit = compile_cache.load(cache_key, model, runtime, load)
         if hit is not None:
             hit.report.extra["cache"] = {"hit": True, "entry": str(compile_cache.entry(cache_key)),
                                          "cold_stage_seconds": dict(hit.report.stage_seconds)}

@@ -14,7 +14,10 @@ A graph runs in eager instead, with one BrazeWarning saying why, when:
 - it needs autograd (grad mode on and an input or parameter that requires grad: braze computes
   no gradients), so training under torch.compile(backend="braze") stays correct;
 - it takes symbolic sizes (Dynamo's dynamic shapes: braze compiles static shapes);
-- braze cannot compile it (an op torch-mlir or IREE cannot lower: the warning names it).
+- braze cannot compile it at all (the warning says why).
+A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.partition;
+options={"partial": False} turns that off): those ops run in eager, listed in the graph's
+report (`fallbacks`) and in one warning.
 `braze.dynamo.graphs()` lists every graph this process handed braze, compiled or not, with its
 report or the reason it runs in eager.
 """
@@ -125,14 +128,21 @@ def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None
     if "device" not in options:
         devices = {t.device.type for t in example_inputs}
         options["device"] = "cuda" if "cuda" in devices else "cpu"
+    options.setdefault("partial", True)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*training mode.*", category=BrazeWarning)
+            warnings.filterwarnings("ignore", message=".*op\\(s\\) in eager.*", category=BrazeWarning)
             compiled = braze_compile(gm, *example_inputs, **options)
     except BrazeError as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         return _eager(gm, graph, f"braze could not compile it ({type(e).__name__}: {first})")
     graph.compiled, graph.report = True, compiled.report
+    fallbacks = getattr(compiled.report, "fallbacks", None)
+    if fallbacks:
+        ops = ", ".join(sorted({f["op"] for f in fallbacks}))
+        graph.reason = f"{len(fallbacks)} op(s) in eager ({ops}) between {len(compiled.report.pieces)} compiled piece(s)"
+        warnings.warn(BrazeWarning(f"torch.compile(backend='braze'): {graph.name} runs {graph.reason}"), stacklevel=2)
 
     def run(*args):
         graph.calls += 1

@@ -14,7 +14,14 @@ class DependencyError(BrazeError):
 
 
 class UnsupportedOpError(BrazeError):
-    """torch-mlir or IREE cannot lower an operation of the model."""
+    """torch-mlir or IREE cannot lower an operation of the model.
+
+    `op`: the aten op (e.g. 'aten.erfinv') where braze knows it, else None; `node`: its FX node's
+    name (braze.compile(partial=True) runs such ops in eager)."""
+
+    def __init__(self, message: str = "", op: str | None = None, node: str | None = None):
+        super().__init__(message)
+        self.op, self.node = op, node
 
 
 class ExportError(BrazeError):

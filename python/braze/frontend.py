@@ -397,7 +397,7 @@ def _run_lowering(module, context, pipeline: str, exported, model) -> None:
         raise UnsupportedOpError(
             f"torch-mlir cannot lower '{aten}' (FX node '{node}', {source}) of "
             f"{_model_name(model)} to linalg. Replace it in the model with ops torch-mlir supports "
-            "(or decompose it by hand), or file the op upstream at llvm/torch-mlir."
+            "(or decompose it by hand), or file the op upstream at llvm/torch-mlir.", op=aten, node=node
         )
     raise UnsupportedOpError(
         f"torch-mlir failed to lower {_model_name(model)} to linalg at {loc}: {msg.splitlines()[0]}"

@@ -112,3 +112,35 @@ func.func @float32(%a: tensor<16x32xf32>, %b: tensor<32x16xf32>) -> tensor<16x16
   %mm = linalg.matmul ins(%a, %b : tensor<16x32xf32>, tensor<32x16xf32>) outs(%init : tensor<16x16xf32>) -> tensor<16x16xf32>
   return %mm : tensor<16x16xf32>
 }
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// With conv-fp32=tf32 a padded float32 convolution and its ReLU become one implicit-GEMM kernel
+// reading the unpadded input (padding 1 in the spec); by default (im2col) it is left alone.
+// RUN: braze-opt %s --split-input-file -p 'fusion-generate-kernels{target=sm_90 mode=on conv-fp32=tf32}' | FileCheck %s --check-prefix=CONV
+// CONV-LABEL: func.func @conv_relu
+//       CONV:   call @braze_kernel0(%arg0, %arg1) : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+//       CONV: func.func private @braze_kernel0{{.+}}\22conv\22:[1,2,6,6,3,3,2,2,1,1,1,1,3,3]{{.+}}\22precision\22:\22tf32\22
+//       CONV:   tensor.pad
+//       CONV:   linalg.conv_2d_nchw_fchw
+// CHECK-LABEL: func.func @conv_relu
+//       CHECK:   linalg.conv_2d_nchw_fchw
+//   CHECK-NOT:   call
+func.func @conv_relu(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x2x6x6xf32> to tensor<1x2x8x8xf32>
+  %e = tensor.empty() : tensor<1x4x3x3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%padded, %w : tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32>) outs(%init : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<1x4x3x3xf32>) outs(%e : tensor<1x4x3x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x3x3xf32>
+  return %r : tensor<1x4x3x3xf32>
+}

@@ -39,9 +39,8 @@ def test_zoo_under_torch_compile(case):
 
 
 class Breaks(torch.nn.Module):
-    """Three graph breaks (print, a data-dependent branch, a call Dynamo does not trace) and an op
-    torch-mlir cannot lower (erfinv) in a graph of its own: braze does not split graphs yet, so
-    that graph runs in eager and the other three are compiled."""
+    """Three graph breaks (print, a data-dependent branch, explicit breaks) and an op torch-mlir
+    cannot lower (erfinv): its graph is compiled around it, erfinv runs in eager."""
 
     def __init__(self):
         super().__init__()
@@ -56,7 +55,7 @@ class Breaks(torch.nn.Module):
             y = y * 2
         z = torch.tanh(self.b(y)) * float(np.sqrt(np.float64(y.shape[-1])))
         torch._dynamo.graph_break()
-        w = torch.erfinv(z.clamp(-0.5, 0.5))
+        w = torch.erfinv(z.clamp(-0.5, 0.5)) * 0.5 + torch.sigmoid(z)
         torch._dynamo.graph_break()
         return self.c(w).softmax(-1)
 
@@ -73,11 +72,54 @@ def test_graph_breaks_and_an_unsupported_op(capsys):
             got = torch.compile(model, backend="braze")(x)
     assert (got.double() - expected).abs().max().item() < 1e-5
     made = braze.dynamo.graphs()
-    assert sum(g.compiled for g in made) >= 3, made
-    eager = [g for g in made if not g.compiled and g.reason != "nothing to compile"]
-    assert len(eager) == 1 and "erfinv" in eager[0].reason, made
-    assert any("runs in eager" in str(w.message) and "erfinv" in str(w.message) for w in caught)
+    assert sum(g.compiled for g in made) >= 4, made
+    (split,) = [g for g in made if g.report is not None and getattr(g.report, "fallbacks", None)]
+    assert [f["op"] for f in split.report.fallbacks] == ["aten.erfinv"]
+    assert "test_dynamo.py" in split.report.fallbacks[0]["source"]
+    assert len(split.report.pieces) >= 1 and "erfinv" in split.reason
+    assert any("in eager" in str(w.message) and "erfinv" in str(w.message) for w in caught)
     assert "a graph break" in capsys.readouterr().out
+
+
+def test_without_partial_the_graph_with_the_op_runs_in_eager():
+    model = Breaks().eval()
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        expected = model(x)
+        with pytest.warns(braze.BrazeWarning, match="runs in eager: braze could not compile it.*erfinv"):
+            got = torch.compile(model, backend="braze", options={"partial": False})(x)
+    torch.testing.assert_close(got, expected)
+    assert sum(not g.compiled and "erfinv" in g.reason for g in braze.dynamo.graphs()) == 1
+
+
+class TwoUnsupported(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        z = torch.erfinv(y.clamp(0, 0.5))
+        w = torch.special.bessel_j0(z)
+        return self.b(torch.tanh(w) + y)
+
+
+def test_braze_compile_partial_lists_the_fallbacks():
+    torch.manual_seed(2)
+    model, x = TwoUnsupported().eval(), torch.randn(3, 8)
+    with pytest.raises(braze.UnsupportedOpError, match="cannot lower") as whole:
+        braze.compile(model, x)
+    assert whole.value.op in ("aten.erfinv", "aten.special_bessel_j0")
+    with pytest.warns(braze.BrazeWarning, match="2 op\\(s\\) in eager"):
+        partial = braze.compile(model, x, partial=True)
+    assert sorted(f["op"] for f in partial.report.fallbacks) == ["aten.erfinv", "aten.special_bessel_j0"]
+    assert len(partial.pieces) == 2
+    x2 = torch.randn(3, 8)
+    with torch.no_grad():
+        want = model.double()(x2.double())
+    assert (partial(x2).double() - want).abs().max().item() < 1e-5
+    with pytest.raises(braze.BrazeError, match="cannot be saved"):
+        partial.save("never.braze")
 
 
 def test_autograd_runs_in_eager_with_one_warning():

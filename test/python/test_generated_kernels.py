@@ -176,3 +176,52 @@ def test_generated_kernels_on_the_gpu(dtype, m, k, n):
     err = (got.double() - want).abs().max().item()
     own = (eager.double() - want).abs().max().item()
     assert err <= 4 * own + 1e-6, (err, own)
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 3, 1), (1, 0, 2)])
+def test_conv_template_is_the_convolution(stride, padding, dilation, tmp_path):
+    """The implicit GEMM (gathered input, NCHW store, per-channel and whole-tensor epilogue
+    operands) against torch's conv2d in float64, on a shape no tile divides."""
+    torch.manual_seed(5)
+    n, c, h, w, f, kh, kw = 2, 3, 11, 9, 5, 3, 3
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    x, weight, bias = torch.randn(n, c, h, w), torch.randn(f, c, kh, kw), torch.randn(f)
+    residual = torch.randn(n, f, oh, ow)
+    spec = GemmSpec(m=n * oh * ow, n=f, k=c * kh * kw, a="f32", b="f32", b_layout="nk", out="f32",
+                    precision="tf32x3", inputs=(Input("f32", "row"), Input("f32", "full")),
+                    ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
+                         ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2",
+                    conv=(n, c, h, w, kh, kw, stride, stride, dilation, dilation, padding, padding, oh, ow),
+                    tile=(32, 32, 16, 4, 2))
+    got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
+    want = torch.relu(torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=stride,
+                                                 padding=padding, dilation=dilation) + residual.double())
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+
+def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
+    class ConvBnRelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x)))
+
+    model, x = ConvBnRelu().eval(), torch.randn(2, 3, 16, 16)
+    implicit = "fusion-cuda-pipeline{target=sm_90 conv-fp32=tf32}"  # opt-in until measured on the GPU
+    lowered = lower(model, x, device="cuda", target="sm_90", pipeline=implicit)
+    (spec,) = _specs(lowered.module.operation)
+    assert spec.conv == (2, 3, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
+    assert (spec.m, spec.n, spec.k, spec.precision) == (128, 8, 27, "tf32")
+    assert spec.inputs[0] == Input("f32", "row") and spec.ops[0][:3] == ("%b", "addf", ["acc", "in0"])
+    assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=implicit)
+    assert compiled.report.dispatch_count == 1 and compiled.report.launch_plan.startswith("1 kernels")
+    with zipfile.ZipFile(compiled.save(tmp_path / "conv.braze")) as z:
+        assert b"wgmma.mma_async" in z.read("module.vmfb")
+    default = braze.compile(model, x, device="cuda", target="sm_90", cache=False)  # conv-fp32=im2col
+    assert not any(k["generated"] and k["kernel"].startswith("conv") for k in default.report.kernels)
+    assert default.report.dispatch_count > 1

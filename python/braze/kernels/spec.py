@@ -59,6 +59,11 @@ class GemmSpec:
     `allow_tf32=False` asks) or 'tf32' (one, as `allow_tf32=True` allows); '' for 16-bit."""
     batch: int = 0
     """0: a matmul; B > 0: a batch matmul, every operand with a leading batch dimension."""
+    conv: tuple[int, ...] = ()
+    """A 2-D NCHW convolution as an implicit GEMM: (N, C, H, W, KH, KW, stride h, stride w,
+    dilation h, dilation w, padding top, padding left, OH, OW). A is then the input [N, C, H, W]
+    (m = N*OH*OW output pixels), B the weight [F, C*KH*KW] (n = F, k = C*KH*KW), the result
+    and 'full' epilogue inputs [N, F, OH, OW]; () for a matmul."""
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, BK, warps, stages), chosen by the cost model; () until chosen."""
 
@@ -71,6 +76,7 @@ class GemmSpec:
         d["inputs"] = tuple(Input(**i) for i in d.get("inputs", ()))
         d["ops"] = tuple(tuple(o) for o in d.get("ops", ()))
         d["tile"] = tuple(d.get("tile", ()))
+        d["conv"] = tuple(d.get("conv", ()))
         spec = cls(**d)
         spec.check()
         return spec
@@ -91,6 +97,12 @@ class GemmSpec:
         if (self.a == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
             raise ValueError(f"precision {self.precision!r} does not fit {self.a} operands "
                              "(float32 takes 'tf32x3' or 'tf32', 16-bit types '')")
+        if self.conv:
+            if len(self.conv) != 14 or self.batch or self.b_layout != "nk":
+                raise ValueError(f"conv is 14 sizes of an NCHW convolution with a [F, K] weight, got {self.conv}")
+            n, c, _, _, kh, kw, *_rest, oh, ow = self.conv
+            if (self.m, self.k) != (n * oh * ow, c * kh * kw):
+                raise ValueError(f"conv {self.conv} does not give m={self.m}, k={self.k}")
         if self.tile and len(self.tile) != 5:
             raise ValueError(f"tile is (BM, BN, BK, warps, stages), got {self.tile}")
 
@@ -100,6 +112,13 @@ class GemmSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def describe(self) -> str:
+        if self.conv:
+            n, c, h, w, kh, kw, sh, sw, *_ = self.conv
+            how = f" as {self.precision}" if self.precision else ""
+            epi = ", ".join(o[1] for o in self.ops) or "none"
+            tile = "x".join(map(str, self.tile[:3])) if self.tile else "?"
+            return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
+                    f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""
         epi = ", ".join(o[1] for o in self.ops) or "none"
         tile = "x".join(map(str, self.tile[:3])) if self.tile else "?"

@@ -30,7 +30,7 @@
 // TARGET: braze-opt: error: option 'target' of 'fusion-pad-matmuls' names no CUDA target braze compiles for: 'nosuch' (known: {{.*}}sm_90)
 // A pipeline's options are checked like a pass's.
 // PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
-// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: fp32, kernels, target, tuning-cache)
+// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernels, target, tuning-cache)
 // Printing after a pass that does not exist is an error, as in mlir-opt.
 // PRINTAFTER: braze-opt: error: --mlir-print-ir-after=nosuchpass: no pass is called 'nosuchpass'
 // A usage error exits 2 (argparse); a bad input exits 1.
