@@ -11,8 +11,10 @@ The key is a SHA-256 over everything that decides what braze.compile produces:
 A hit skips import, fusion, IREE and Triton; export still runs (it is what the key is made of).
 Entries are artifacts (`CompiledModule.save`), written atomically: concurrent compiles of one
 model both write whole files and the later replaces the earlier. An entry that does not load is
-removed and rebuilt, never used. `compile(cache=False)` or BRAZE_COMPILE_CACHE=0 turns it off;
-`braze cache info|clear` shows and empties it.
+removed and rebuilt, never used. Past 4 GiB (BRAZE_COMPILE_CACHE_MAX_MIB) the entries used longest
+ago are removed. `compile(cache=False)` or BRAZE_COMPILE_CACHE=0 turns it off; `braze cache
+info|clear` shows and empties it. braze bench and braze check compile with cache=False (they
+measure or bisect compiles).
 """
 
 from __future__ import annotations
@@ -125,18 +127,58 @@ def load(k: str, model, runtime: str | None, load_artifact):
         except OSError:
             pass
         return None
+    try:
+        os.utime(path)  # recently used: evicted last
+    except OSError:
+        pass
     if module.signature.state:
         module._state = model  # the program reads and updates the user's buffers, as compiled ones do
     return module
 
 
+DEFAULT_MAX_MIB = 4096
+"""The cache's size bound (BRAZE_COMPILE_CACHE_MAX_MIB overrides): past it, the entries used
+longest ago go first."""
+
+
+def max_bytes() -> int:
+    try:
+        return int(float(os.environ.get("BRAZE_COMPILE_CACHE_MAX_MIB", DEFAULT_MAX_MIB)) * 2**20)
+    except ValueError:
+        return DEFAULT_MAX_MIB * 2**20
+
+
 def store(k: str, module) -> Path | None:
-    """Save `module` as key `k`'s entry (atomically; a failure to write only skips caching)."""
+    """Save `module` as key `k`'s entry (atomically; a failure to write only skips caching),
+    then evict the least recently used entries beyond the size bound."""
     try:
         root().mkdir(parents=True, exist_ok=True)
-        return module.save(entry(k), overwrite=True)
+        path = module.save(entry(k), overwrite=True)
     except (BrazeError, OSError):
         return None
+    _evict(keep=path)
+    return path
+
+
+def _evict(keep: Path) -> None:
+    entries = []
+    for p in root().glob("*.braze"):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        entries.append((max(st.st_atime, st.st_mtime), st.st_size, p))
+    total = sum(size for _, size, _ in entries)
+    for _, size, p in sorted(entries):
+        if total <= max_bytes():
+            break
+        if p == keep:
+            continue
+        try:
+            p.unlink()
+            total -= size
+        except FileNotFoundError:
+            pass
 
 
 def info() -> dict:

@@ -134,7 +134,9 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
     call_inputs, call_kwargs = tree_map(run_on, inputs), tree_map(run_on, kwargs)
 
     def build(**options):
-        return braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, **options)
+        # Bisection compiles are one-offs (each decision limit its own key): not cached.
+        return braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False,
+                             **options)
 
     def measure(name: str, **options):
         try:
@@ -232,13 +234,13 @@ def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", ta
         reference = copy.deepcopy(model).double()(*tree_map(as64, inputs), **tree_map(as64, kwargs))
     tolerance = max(10 * _error(eager, reference), 1e-5)
     torch.save({"inputs": inputs, "kwargs": kwargs, "reference": reference}, directory / "data.pt")
-    full = braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target)
+    full = braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False)
     decisions = list(full.report.decisions)
     full.save(directory / "braze.braze", overwrite=True)
-    braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target,
+    braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False,
                   fusion=False).save(directory / "unfused.braze", overwrite=True)
     for limit in range(len(decisions)):
-        braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target,
+        braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False,
                       decision_limit=limit).save(directory / f"limit-{limit}.braze", overwrite=True)
     (directory / "bisection.json").write_text(json.dumps(
         {"model": type(model).__name__, "device": device, "pipeline": full.report.pipeline,

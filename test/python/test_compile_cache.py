@@ -137,3 +137,14 @@ def test_cli_info_and_clear(cache_dir):
     assert cache.info()["entries"] == 0
     bad = run("nosuch")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_size_bound_evicts_the_least_recently_used(cache_dir, monkeypatch):
+    x = torch.randn(4, 16)
+    braze.compile(_model(seed=1), x)
+    (first,) = cache_dir.glob("*.braze")
+    os.utime(first, (1, 1))  # used long ago
+    monkeypatch.setenv("BRAZE_COMPILE_CACHE_MAX_MIB", str(first.stat().st_size * 1.5 / 2**20))
+    braze.compile(_model(seed=2), x)
+    left = list(cache_dir.glob("*.braze"))
+    assert len(left) == 1 and left[0] != first

@@ -9,7 +9,7 @@ import torch
 
 import braze
 import braze.dynamo
-from braze.zoo import CASES, fresh_like, max_rel_error
+from braze.zoo import CASES, CPU_DEFAULT, WORKLOADS, fresh_like, max_rel_error
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +36,27 @@ def test_zoo_under_torch_compile(case):
     assert max_rel_error(got, expected) <= case.rtol
     made = braze.dynamo.graphs()
     assert made and all(g.compiled or g.reason == "nothing to compile" for g in made), made
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CPU_DEFAULT)
+def test_bench_workloads_under_torch_compile(name):
+    import copy
+
+    from braze.randomgraphs import max_error
+
+    model, args = WORKLOADS[name].build("cpu")
+    with torch.no_grad():
+        e32 = model(*args)
+        got = torch.compile(model, backend="braze")(*args)
+    if WORKLOADS[name].dtype == "float32":
+        with torch.no_grad():
+            e64 = copy.deepcopy(model).double()(*[a.double() for a in args])
+        limit = 10 * max_error(e32, e64) + 1e-5
+    else:
+        e64, limit = e32.double(), 3e-2
+    assert max_error(got, e64) <= limit
+    assert all(g.compiled for g in braze.dynamo.graphs() if g.reason != "nothing to compile")
 
 
 class Breaks(torch.nn.Module):
