@@ -411,6 +411,18 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             "call model.eval() first.", BrazeWarning, stacklevel=2)
     if runtime not in (None,) + RUNTIMES:
         raise InputError(f"runtime={runtime!r}: use 'launch', 'iree' or None (the launcher where it can run)")
+    from .progress import Progress
+
+    with Progress(type(model).__name__) as progress:
+        return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
+                               output_storage, transient_storage, iree_flags, attention, decision_limit, runtime,
+                               cache)
+
+
+def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
+                    output_storage, transient_storage, iree_flags, attention, decision_limit, runtime, cache):
+    """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
+    progress.stage("export")
     exported = cache_key = None
     if compile_cache.enabled(cache):
         from . import frontend
@@ -433,6 +445,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             hit.report.stage_seconds = {"export": export_seconds, "cache": time.perf_counter() - t1}
             hit._source = f"the compiled {type(model).__name__} (from the compile cache)"
             return hit
+    progress.stage("import and braze's passes")
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
                     exported=exported)
@@ -451,6 +464,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                           [_nbytes(s) for s in lowered.signature.outputs])
         else:
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
+    progress.stage("IREE and generated kernels")
     compiled = backend.compile_for_target(lowered.bytecode(), tgt, _flag_list(iree_flags),
                                           output_storage=output_storage, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}",
@@ -477,6 +491,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                                  "copy_outputs": sorted(lowered.copy_outputs)},
                             state=model if lowered.signature.state else None, plan=plan,
                             runtime=runtime or "auto")
+    progress.stage("done")
     if cache_key is not None:
         stored = compile_cache.store(cache_key, module)
         report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None}

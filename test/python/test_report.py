@@ -46,3 +46,23 @@ def test_report_survives_save_and_load(tmp_path):
     loaded = braze.load(tmp_path / "m.braze")
     assert loaded.report.groups == compiled.report.groups
     assert loaded.report.dispatch_count == compiled.report.dispatch_count
+
+
+def test_compile_progress_only_where_asked(capsys, monkeypatch):
+    """A bar on a terminal (forced here with BRAZE_PROGRESS=1) naming the stages; nothing when
+    stderr is not a terminal (as under pytest and CI) or BRAZE_PROGRESS=0."""
+    import torch
+
+    import braze
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    monkeypatch.delenv("BRAZE_PROGRESS", raising=False)
+    braze.compile(model, torch.randn(2, 8))
+    assert "braze:" not in capsys.readouterr().err
+    monkeypatch.setenv("BRAZE_PROGRESS", "1")
+    braze.compile(model, torch.randn(2, 8))
+    err = capsys.readouterr().err
+    assert "braze: Sequential" in err and "IREE and generated kernels" in err
+    monkeypatch.setenv("BRAZE_PROGRESS", "0")
+    braze.compile(model, torch.randn(2, 8))
+    assert "braze:" not in capsys.readouterr().err
