@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .gpu.options import known_cuda_target, tuning_cache
-from .registry import PassPipeline, option, quote_option, register
+from .registry import PassPipeline, one_of, option, quote_option, register
 
 
 @register
@@ -68,11 +68,13 @@ class CudaPipeline(PassPipeline):
     target: str = option("sm_90", "CUDA capability the kernels are configured for", check=known_cuda_target)
     tuning_cache: str = tuning_cache()
     kernels: str = option("auto", "Generated (Triton) kernels for matmuls: auto (where Triton is "
-                                  "installed), on, off")
-    fp32: str = option("tf32x3", "Generated float32 matmuls: tf32x3 (float32-accurate), tf32, off")
+                                  "installed), on, off", check=one_of("auto", "on", "off"))
+    fp32: str = option("tf32x3", "Generated float32 matmuls: tf32x3 (float32-accurate), tf32, off",
+                       check=one_of("tf32x3", "tf32", "off"))
     conv_fp32: str = option("im2col", "Convolutions as generated implicit GEMMs: im2col (none: braze's im2col "
                                       "copy + matmul, the measured default), tf32 (float32 ones in TF32, as cuDNN "
-                                      "by default), tf32x3, off (16-bit ones only)")
+                                      "by default), tf32x3, off (16-bit ones only)",
+                            check=one_of("tf32", "tf32x3", "off", "im2col"))
 
     def expand(self) -> str:
         target = f"target={self.target}"

@@ -35,6 +35,12 @@ def option(default: Any, doc: str, *, minimum: float | None = None,
     return dataclasses.field(default=default, metadata={"doc": doc, "minimum": minimum, "check": check})
 
 
+def one_of(*values: str) -> Callable[[Any], str | None]:
+    """An option `check` accepting exactly `values` ("is a, b or c, got 'x'" otherwise)."""
+    listed = f"{', '.join(values[:-1])} or {values[-1]}" if len(values) > 1 else values[0]
+    return lambda value: None if value in values else f"is {listed}, got '{value}'"
+
+
 def spelled(name: str) -> str:
     """An option's name as users type it in a pipeline (`matmul_config` -> `matmul-config`)."""
     return name.replace("_", "-")

@@ -13,12 +13,7 @@
 #   .gpu/art.tar.xz: 47 MB, the artifacts' weights compress 7x)
 # then on the GPU host: BENCH_GROUPS="small bf16 fp32" MODES=default,reduce-overhead bash bench/experiments/h200-session4c.sh
 # (the second call: BENCH_GROUPS=... MODES=max-autotune, the same way).
-set -o pipefail
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
-  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
-out=${OUT:-/tmp/out}; mkdir -p $out
+. bench/experiments/gpu_setup.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $out/gpu.txt
 if [ -d /tmp/art/bf16ops ]; then
   python3 bench/repro/bf16_ops.py run /tmp/art/bf16ops 2>&1 | tee $out/bf16-ops.txt

@@ -6,13 +6,8 @@
 #       --workloads gelu_mlp_bf16,transformer_encoder_bf16,bert_layer_bf16,gelu_mlp,transformer_encoder,bert_layer
 #   (the groups holding braze's artifacts, with kcheck, tarred into .gpu/art.tar.xz)
 # then on the GPU host: bash bench/experiments/h200-session5.sh   (DEADLINE: seconds for the whole run)
-set -o pipefail
 start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
-  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
-out=${OUT:-/tmp/out}; mkdir -p $out
+. bench/experiments/gpu_setup.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $out/gpu.txt
 timeout 100 python3 bench/kernels_check.py run /tmp/art/kcheck 2>&1 | tee $out/kernels-check.txt
 for g in ${BENCH_GROUPS:-group-5 group-4 group-6 group-7 group-1 group-2}; do

@@ -6,13 +6,8 @@
 #   braze bench build $B/bench6 --device cuda --target sm_90 --workloads conv_bn_relu,resnet18 --group-mib 60
 #   (kcheck and bench6/group-1 tarred into .gpu/art.tar.xz)
 # then on the GPU host: bash bench/experiments/h200-session5b.sh
-set -o pipefail
 start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
-  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
-out=${OUT:-/tmp/out}; mkdir -p $out
+. bench/experiments/gpu_setup.sh
 timeout 60 python3 bench/kernels_check.py run /tmp/art/kcheck > $out/kernels-check.txt 2>&1
 head -c 3000 $out/kernels-check.txt
 left=$(( ${DEADLINE:-120} - ($(date +%s) - start) ))

@@ -39,21 +39,13 @@ from braze.kernels.gemm import EPILOGUE_OPS, choose_tile
 from braze.kernels.spec import ATTR, GemmSpec, Input
 from braze.targets import cuda_sm_count
 
-from ..registry import ModulePass, decide, option, register
+from ..registry import ModulePass, decide, one_of, option, register
 from ..report import short_location
 from .options import cuda_target
 from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 SKIPPED_ATTR = "braze.kernel_skipped"
 GENERATED = ("bf16", "f16")
-
-
-def _check_mode(value: str) -> str | None:
-    return None if value in ("auto", "on", "off") else f"is auto, on or off, got '{value}'"
-
-
-def _check_fp32(value: str) -> str | None:
-    return None if value in ("tf32x3", "tf32", "off") else f"is tf32x3, tf32 or off, got '{value}'"
 
 
 @register
@@ -65,14 +57,13 @@ class GenerateKernelsPass(ModulePass):
 
     target: str = cuda_target("CUDA target (sm_90); empty: nothing is outlined")
     fp32: str = option("tf32x3", "float32 matmuls: tf32x3 (float32-accurate, torch's default), tf32 (when "
-                                 "torch allows TF32), off (IREE's matmul)", check=_check_fp32)
+                                 "torch allows TF32), off (IREE's matmul)", check=one_of("tf32x3", "tf32", "off"))
     conv_fp32: str = option("im2col", "2-D convolutions as implicit GEMMs: im2col (none: fusion-conv-to-matmul's "
                                        "form), tf32 (float32 ones in TF32, as cuDNN by default), tf32x3, off "
                                        "(16-bit ones only)",
-                            check=lambda v: None if v in ("tf32", "tf32x3", "off", "im2col") else
-                            f"is tf32, tf32x3, off or im2col, got '{v}'")
+                            check=one_of("tf32", "tf32x3", "off", "im2col"))
     mode: str = option("auto", "on: outline for the target; off: never; auto: on where braze can build "
-                               "the kernels here (Triton installed)", check=_check_mode)
+                               "the kernels here (Triton installed)", check=one_of("auto", "on", "off"))
 
     def run(self, module: ir.Operation) -> None:
         if not self.target or self.mode == "off":
@@ -215,10 +206,15 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     return spec, _Plan(args, ops, cur, chain[-1])
 
 
+def _map_results(map_text: str) -> list[str]:
+    """The results of an affine map's text: 'affine_map<(d0, d1) -> (d1, 0)>' -> ['d1', '0']."""
+    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
+    return [d for d in body.split(",") if d]
+
+
 def _access(map_text: str, rank: int) -> str | None:
     """How a generic operand's indexing map reads it over the [.., M, N] iteration space."""
-    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
-    dims = [d for d in body.split(",") if d]
+    dims = _map_results(map_text)
     lead = [f"d{i}" for i in range(rank - 2)]
     m, n = f"d{rank - 2}", f"d{rank - 1}"
     if dims == lead + [m, n]:
@@ -235,8 +231,7 @@ def _access(map_text: str, rank: int) -> str | None:
 def _conv_access(map_text: str, rank: int) -> str | None:
     """How a generic reads an operand over a convolution's [N, F, OH, OW] result: whole (NCHW),
     per output channel (a [F] or [F, 1, 1] vector), or as a scalar."""
-    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
-    dims = [d for d in body.split(",") if d]
+    dims = _map_results(map_text)
     if rank != 4:
         return None
     if dims == ["d0", "d1", "d2", "d3"]:

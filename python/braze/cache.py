@@ -1,6 +1,6 @@
 """The persistent compile cache: a compile already made, in any process, is loaded, not redone.
 
-    $BRAZE_CACHE_DIR/compiled/<key>.braze     (default $XDG_CACHE_HOME/braze, else ~/.cache/braze)
+    $BRAZE_CACHE_DIR/compiled/<key>.braze     (default ~/.cache/braze/compiled)
 
 The key is a SHA-256 over everything that decides what braze.compile produces:
 - the exported program (torch.export's graph code, its signature and call structure, the
@@ -25,16 +25,13 @@ import os
 from pathlib import Path
 
 from .errors import BrazeError
+from .fileutil import cache_home
 
 _SOURCE_HASH = None
 
 
 def root() -> Path:
-    base = os.environ.get("BRAZE_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = os.path.join(xdg, "braze") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "braze")
-    return Path(base) / "compiled"
+    return cache_home() / "compiled"
 
 
 def enabled(requested: bool | None) -> bool:

@@ -84,3 +84,9 @@ def _create(tmp: str, path: Path) -> None:
     # No hard links here: claim the name with O_EXCL, then move the contents onto it.
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     os.replace(tmp, path)
+
+
+def cache_home() -> Path:
+    """braze's cache folder: $BRAZE_CACHE_DIR, else ~/.cache/braze (the tuning cache, the
+    generated kernels and the compile cache live under it)."""
+    return Path(os.environ.get("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze"))

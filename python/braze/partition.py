@@ -76,15 +76,6 @@ def _short(op: str) -> str:
     return ".".join(parts[:2]) if op.startswith("aten.") and len(parts) > 2 else op
 
 
-def _source(node) -> str:
-    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
-    for line in reversed(trace):
-        line = line.strip()
-        if line.startswith("File "):
-            return line[5:].replace('"', "").replace(", line ", ":").split(",")[0]
-    return "unknown source"
-
-
 class _Recorder:
     """Runs the split graph once in eager, recording each piece's inputs (its example inputs)."""
 
@@ -112,12 +103,11 @@ class _Recorder:
 def compile_partial(braze_compile, model, example_inputs: tuple, example_kwargs: dict | None = None, **options):
     """braze_compile(model, ...) (braze.compile) if it compiles whole, else a PartialModule (see
     the module doc)."""
-    import torch
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
 
     from .decompositions import extra_decompositions
-    from .frontend import _quiet_torch, export, fx_importer
+    from .frontend import _last_frame, _quiet_torch, export, fx_importer
 
     try:
         return braze_compile(model, *example_inputs, example_kwargs=example_kwargs, **options)
@@ -170,7 +160,8 @@ def compile_partial(braze_compile, model, example_inputs: tuple, example_kwargs:
         for piece_name, compiled in pieces:
             setattr(split, piece_name, _piece(compiled))
         report = PartialReport(name, [c.report for _, c in pieces], [
-            {"op": _short(_op_name(n.target)), "node": n.name, "source": _source(n)}
+            {"op": _short(_op_name(n.target)), "node": n.name,
+             "source": _last_frame(n.meta.get("stack_trace")) or "unknown source"}
             for n in gm.graph.nodes if n.op == "call_function" and _short(_op_name(n.target)) in unsupported])
         warnings.warn(BrazeWarning(
             f"braze.compile: {name} runs {len(report.fallbacks)} op(s) in eager "

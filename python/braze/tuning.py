@@ -15,10 +15,11 @@ import os
 import tempfile
 from pathlib import Path
 
+from .fileutil import cache_home
+
 
 def default_path() -> Path:
-    root = os.environ.get("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze")
-    return Path(root) / "tuning.json"
+    return cache_home() / "tuning.json"
 
 
 class TuningCache:

@@ -107,14 +107,7 @@ def test_hit_in_a_new_process_and_concurrent_writers(cache_dir, tmp_path):
 
 
 def test_buffers_a_cached_module_updates_are_the_models(cache_dir):
-    class Counter(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("n", torch.zeros(1))
-
-        def forward(self, x):
-            self.n.add_(1)
-            return x + self.n
+    from test_reliability import Counter  # a model that adds 1 to its buffer on each call
 
     first, second = Counter(), Counter()
     x = torch.zeros(4)

@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from braze.errors import CompileError
-from braze.fileutil import write_atomically
+from braze.fileutil import cache_home, write_atomically
 
 from . import gemm
 from .spec import GemmSpec
@@ -58,8 +57,7 @@ def available(arch: str) -> str | None:
 
 
 def cache_root() -> Path:
-    root = os.environ.get("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze")
-    return Path(root) / "kernels"
+    return cache_home() / "kernels"
 
 
 def _entry(spec: GemmSpec, arch: str) -> Path:

@@ -28,7 +28,6 @@ from braze.errors import CompileError
 from braze.irutil import all_ops
 
 from . import build as kbuild
-from . import gemm
 from .spec import ATTR, GemmSpec
 
 
@@ -89,10 +88,3 @@ func.func private @{sym}({args}) -> {result} {{
             f.erase()
             done.append({"function": sym, "kernel": built.name, "spec": spec.describe(), "cached": built.cached})
     return done
-
-
-def describe(spec_json: str) -> str:
-    return GemmSpec.from_json(spec_json).describe()
-
-
-__all__ = ["embed_kernels", "kernel_functions", "gemm"]

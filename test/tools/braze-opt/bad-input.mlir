@@ -10,6 +10,8 @@
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{target=sm_99}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPETARGET
 // RUN: not braze-opt %s -p cse --mlir-print-ir-after=nosuchpass 2>&1 | %no-traceback | FileCheck %s --check-prefix=PRINTAFTER
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{nosuch=1}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPEOPTION
+// RUN: not braze-opt %s -p 'fusion-cuda-pipeline{kernels=maybe}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPECHOICE
+// RUN: not braze-opt %s -p 'fusion-generate-kernels{target=sm_90 conv-fp32=fast}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=CHOICE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', '--no-such-flag'], stderr=subprocess.DEVNULL))" | FileCheck %s --check-prefix=USAGE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', sys.argv[1]], stderr=subprocess.DEVNULL))" %s | FileCheck %s --check-prefix=EXIT1
 
@@ -30,6 +32,8 @@
 // TARGET: braze-opt: error: option 'target' of 'fusion-pad-matmuls' names no CUDA target braze compiles for: 'nosuch' (known: {{.*}}sm_90)
 // A pipeline's options are checked like a pass's.
 // PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
+// PIPECHOICE: braze-opt: error: option 'kernels' of 'fusion-cuda-pipeline' is auto, on or off, got 'maybe'
+// CHOICE: braze-opt: error: option 'conv-fp32' of 'fusion-generate-kernels' is tf32, tf32x3, off or im2col, got 'fast'
 // PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernels, target, tuning-cache)
 // Printing after a pass that does not exist is an error, as in mlir-opt.
 // PRINTAFTER: braze-opt: error: --mlir-print-ir-after=nosuchpass: no pass is called 'nosuchpass'
