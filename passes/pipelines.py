@@ -71,9 +71,9 @@ class CudaPipeline(PassPipeline):
                                   "installed), on, off", check=one_of("auto", "on", "off"))
     fp32: str = option("tf32x3", "Generated float32 matmuls: tf32x3 (float32-accurate), tf32, off",
                        check=one_of("tf32x3", "tf32", "off"))
-    conv_fp32: str = option("im2col", "Convolutions as generated implicit GEMMs: im2col (none: braze's im2col "
-                                      "copy + matmul, the measured default), tf32 (float32 ones in TF32, as cuDNN "
-                                      "by default), tf32x3, off (16-bit ones only)",
+    conv_fp32: str = option("tf32", "Convolutions as generated implicit GEMMs: tf32 (float32 ones in TF32, as "
+                                    "cuDNN by default), tf32x3 (float32-accurate), off (16-bit ones only), im2col "
+                                    "(none: braze's im2col copy + matmul)",
                             check=one_of("tf32", "tf32x3", "off", "im2col"))
 
     def expand(self) -> str:
@@ -93,14 +93,25 @@ class CudaPipeline(PassPipeline):
                 f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
 
 
-def for_device(device: str, arch: str, tuning_cache_path: str = "") -> PassPipeline:
-    """The pipeline braze.compile runs for a device (with fusion on)."""
+PRECISIONS = ("highest", "high")
+
+
+def for_device(device: str, arch: str, tuning_cache_path: str = "", precision: str | None = None) -> PassPipeline:
+    """The pipeline braze.compile runs for a device (with fusion on). precision: how CUDA float32
+    matmuls and convolutions run: 'highest' (float32-accurate, 3xTF32), 'high' (TF32), None (as
+    torch would: torch.backends.cuda.matmul.allow_tf32 for matmuls, torch.backends.cudnn.allow_tf32
+    for convolutions)."""
     if device == "cuda":
         from braze.kernels.build import available
 
         # Resolved here, so that the pipeline in the report replays the same on any machine.
         kernels = "on" if available(arch) is None else "off"
-        return CudaPipeline(target=arch, tuning_cache=tuning_cache_path, kernels=kernels, fp32=_fp32_precision())
+        if precision is None:
+            fp32, conv_fp32 = _fp32_precision(), conv_fp32_precision()
+        else:
+            fp32 = conv_fp32 = "tf32x3" if precision == "highest" else "tf32"
+        return CudaPipeline(target=arch, tuning_cache=tuning_cache_path, kernels=kernels, fp32=fp32,
+                            conv_fp32=conv_fp32)
     if device == "vulkan":
         return VulkanPipeline()
     return CpuPipeline()
@@ -118,8 +129,7 @@ def _fp32_precision() -> str:
 
 def conv_fp32_precision() -> str:
     """What torch would do with a float32 convolution on CUDA: cuDNN uses TF32 unless the user
-    turned torch.backends.cudnn.allow_tf32 off. (For `conv-fp32=`: the implicit-GEMM
-    convolutions are opt-in until measured on the GPU; bench/NOTES.md §18.)"""
+    turned torch.backends.cudnn.allow_tf32 off."""
     try:
         import torch
 

@@ -58,9 +58,9 @@ class GenerateKernelsPass(ModulePass):
     target: str = cuda_target("CUDA target (sm_90); empty: nothing is outlined")
     fp32: str = option("tf32x3", "float32 matmuls: tf32x3 (float32-accurate, torch's default), tf32 (when "
                                  "torch allows TF32), off (IREE's matmul)", check=one_of("tf32x3", "tf32", "off"))
-    conv_fp32: str = option("im2col", "2-D convolutions as implicit GEMMs: im2col (none: fusion-conv-to-matmul's "
-                                       "form), tf32 (float32 ones in TF32, as cuDNN by default), tf32x3, off "
-                                       "(16-bit ones only)",
+    conv_fp32: str = option("tf32", "2-D convolutions as implicit GEMMs: tf32 (float32 ones in TF32, as cuDNN "
+                                     "by default), tf32x3, off (16-bit ones only), im2col (none: "
+                                     "fusion-conv-to-matmul's form)",
                             check=one_of("tf32", "tf32x3", "off", "im2col"))
     mode: str = option("auto", "on: outline for the target; off: never; auto: on where braze can build "
                                "the kernels here (Triton installed)", check=one_of("auto", "on", "off"))

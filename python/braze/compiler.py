@@ -331,7 +331,7 @@ def _flag_list(flags) -> list[str]:
     return list(flags)
 
 
-def device_pipeline(target: Target, fusion: bool = True) -> str:
+def device_pipeline(target: Target, fusion: bool = True, precision: str | None = None) -> str:
     """The pipeline braze.compile runs for a target: the device's (with the user's tuning cache
     on CUDA) or, without fusion, the baseline."""
     from braze import tuning
@@ -339,7 +339,11 @@ def device_pipeline(target: Target, fusion: bool = True) -> str:
 
     if not fusion:
         return pipelines.BaselinePipeline().pipeline_text()
-    return pipelines.for_device(target.device, target.arch, str(tuning.default_path())).pipeline_text(("target",))
+    if precision not in (None,) + pipelines.PRECISIONS:
+        raise InputError(f"precision={precision!r}: use 'highest' (float32 matmuls and convolutions as accurate "
+                         "as float32), 'high' (TF32) or None (as torch's allow_tf32 flags say)")
+    return pipelines.for_device(target.device, target.arch, str(tuning.default_path()),
+                                precision).pipeline_text(("target",))
 
 
 def versions() -> dict:
@@ -359,7 +363,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             fusion: bool = True, pipeline: str | None = None, example_kwargs: dict | None = None,
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
             attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
-            cache: bool | None = None, partial: bool = False, **options) -> CompiledModule:
+            cache: bool | None = None, partial: bool = False, precision: str | None = None,
+            **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -393,6 +398,10 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     partial: where an op cannot be lowered, run it in eager and compile the rest in pieces
       (braze.partition; the result is a PartialModule, whose report lists the ops in eager);
       False (the default): such a model raises UnsupportedOpError. On under torch.compile.
+    precision: how float32 matmuls and convolutions run on CUDA: 'highest' (as accurate as
+      float32: 3xTF32), 'high' (TF32), or None (the default: as torch would, matmuls in TF32 only
+      where torch.backends.cuda.matmul.allow_tf32 is set, convolutions where
+      torch.backends.cudnn.allow_tf32 is, which it is by default). The report's pipeline says which.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -403,7 +412,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                                fusion=fusion,
                                pipeline=pipeline, output_storage=output_storage,
                                transient_storage=transient_storage, iree_flags=iree_flags, attention=attention,
-                               decision_limit=decision_limit, runtime=runtime, cache=cache)
+                               decision_limit=decision_limit, runtime=runtime, cache=cache,
+                               precision=precision)
     if getattr(model, "training", False):
         warnings.warn(
             f"braze.compile: {type(model).__name__} is in training mode: forward() is compiled as it runs now "
@@ -416,11 +426,12 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     with Progress(type(model).__name__) as progress:
         return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
                                output_storage, transient_storage, iree_flags, attention, decision_limit, runtime,
-                               cache)
+                               cache, precision)
 
 
 def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                    output_storage, transient_storage, iree_flags, attention, decision_limit, runtime, cache):
+                    output_storage, transient_storage, iree_flags, attention, decision_limit, runtime, cache,
+                    precision):
     """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
     progress.stage("export")
     exported = cache_key = None
@@ -436,7 +447,8 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
                    "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
                    "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
         cache_key = compile_cache.key(exported, choices, f"{tgt.device} {tgt.arch}",
-                                      pipeline or device_pipeline(tgt, fusion), str(default_path()), versions())
+                                      pipeline or device_pipeline(tgt, fusion, precision), str(default_path()),
+                                      versions())
         t1 = time.perf_counter()
         hit = compile_cache.load(cache_key, model, runtime, load)
         if hit is not None:
@@ -448,7 +460,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     progress.stage("import and braze's passes")
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
-                    exported=exported)
+                    exported=exported, precision=precision)
     tgt, report = lowered.target, lowered.report
     if exported is not None:
         report.stage_seconds["export"] = export_seconds
@@ -530,7 +542,7 @@ class Lowered:
 
 def lower(model, *example_inputs, device: str = "cpu", target: str | None = None, fusion: bool = True,
           pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None,
-          decision_limit: int | None = None, exported=None) -> Lowered:
+          decision_limit: int | None = None, exported=None, precision: str | None = None) -> Lowered:
     """The first half of braze.compile (same arguments): export, import, run braze's pipeline.
     `braze compile --emit mlir` prints its result; braze.compile hands it to IREE."""
     tgt = resolve(device, target)
@@ -541,7 +553,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes.gpu.signatures import kernel_configs
     from braze.passes.report import count_linalg_ops
 
-    pipeline_text = pipeline or device_pipeline(tgt, fusion)
+    pipeline_text = pipeline or device_pipeline(tgt, fusion, precision)
     if attention is None:
         dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
     else:

@@ -117,17 +117,17 @@ func.func @float32(%a: tensor<16x32xf32>, %b: tensor<32x16xf32>) -> tensor<16x16
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 
-// With conv-fp32=tf32 a padded float32 convolution and its ReLU become one implicit-GEMM kernel
-// reading the unpadded input (padding 1 in the spec); by default (im2col) it is left alone.
-// RUN: braze-opt %s --split-input-file -p 'fusion-generate-kernels{target=sm_90 mode=on conv-fp32=tf32}' | FileCheck %s --check-prefix=CONV
-// CONV-LABEL: func.func @conv_relu
-//       CONV:   call @braze_kernel0(%arg0, %arg1) : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
-//       CONV: func.func private @braze_kernel0{{.+}}\22conv\22:[1,2,6,6,3,3,2,2,1,1,1,1,3,3]{{.+}}\22precision\22:\22tf32\22
-//       CONV:   tensor.pad
-//       CONV:   linalg.conv_2d_nchw_fchw
+// A padded float32 convolution and its ReLU become one implicit-GEMM kernel in TF32 (as cuDNN by
+// default) reading the unpadded input (padding 1 in the spec); with conv-fp32=im2col it is left alone.
+// RUN: braze-opt %s --split-input-file -p 'fusion-generate-kernels{target=sm_90 mode=on conv-fp32=im2col}' | FileCheck %s --check-prefix=IM2COL
 // CHECK-LABEL: func.func @conv_relu
+//       CHECK:   call @braze_kernel0(%arg0, %arg1) : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+//       CHECK: func.func private @braze_kernel0{{.+}}\22conv\22:[1,2,6,6,3,3,2,2,1,1,1,1,3,3]{{.+}}\22precision\22:\22tf32\22
+//       CHECK:   tensor.pad
 //       CHECK:   linalg.conv_2d_nchw_fchw
-//   CHECK-NOT:   call
+// IM2COL-LABEL: func.func @conv_relu
+//       IM2COL:   linalg.conv_2d_nchw_fchw
+//   IM2COL-NOT:   call
 func.func @conv_relu(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
   %zero = arith.constant 0.0 : f32
   %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {

@@ -210,17 +210,43 @@ def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
             return torch.relu(self.bn(self.conv(x)))
 
     model, x = ConvBnRelu().eval(), torch.randn(2, 3, 16, 16)
-    implicit = "fusion-cuda-pipeline{target=sm_90 conv-fp32=tf32}"  # opt-in until measured on the GPU
-    lowered = lower(model, x, device="cuda", target="sm_90", pipeline=implicit)
+    lowered = lower(model, x, device="cuda", target="sm_90")  # cuDNN's default: TF32
     (spec,) = _specs(lowered.module.operation)
     assert spec.conv == (2, 3, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
     assert (spec.m, spec.n, spec.k, spec.precision) == (128, 8, 27, "tf32")
     assert spec.inputs[0] == Input("f32", "row") and spec.ops[0][:3] == ("%b", "addf", ["acc", "in0"])
     assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU
-    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=implicit)
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
     assert compiled.report.dispatch_count == 1 and compiled.report.launch_plan.startswith("1 kernels")
     with zipfile.ZipFile(compiled.save(tmp_path / "conv.braze")) as z:
         assert b"wgmma.mma_async" in z.read("module.vmfb")
-    default = braze.compile(model, x, device="cuda", target="sm_90", cache=False)  # conv-fp32=im2col
-    assert not any(k["generated"] and k["kernel"].startswith("conv") for k in default.report.kernels)
-    assert default.report.dispatch_count > 1
+    im2col = braze.compile(model, x, device="cuda", target="sm_90", cache=False,
+                           pipeline="fusion-cuda-pipeline{target=sm_90 conv-fp32=im2col}")
+    assert not any(k["generated"] and k["kernel"].startswith("conv") for k in im2col.report.kernels)
+    assert im2col.report.dispatch_count > 1
+    (exact,) = _specs(lower(model, x, device="cuda", target="sm_90", precision="highest").module.operation)
+    assert exact.precision == "tf32x3" and exact.conv == spec.conv
+
+
+def test_float32_precision_follows_torch_flags_unless_given():
+    from braze.passes import pipelines
+
+    model, x = torch.nn.Linear(32, 16), torch.randn(8, 32)
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True  # torch's defaults
+        pipe = pipelines.for_device("cuda", "sm_90")
+        assert (pipe.fp32, pipe.conv_fp32) == ("tf32x3", "tf32")
+        (spec,) = _specs(lower(model, x, device="cuda", target="sm_90").module.operation)
+        assert spec.precision == "tf32x3"
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = True, False
+        pipe = pipelines.for_device("cuda", "sm_90")
+        assert (pipe.fp32, pipe.conv_fp32) == ("tf32", "tf32x3")
+        (spec,) = _specs(lower(model, x, device="cuda", target="sm_90").module.operation)
+        assert spec.precision == "tf32"
+        (spec,) = _specs(lower(model, x, device="cuda", target="sm_90", precision="highest").module.operation)
+        assert spec.precision == "tf32x3"
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+    with pytest.raises(braze.InputError, match="precision='fast'"):
+        lower(model, x, device="cuda", target="sm_90", precision="fast")
