@@ -14,7 +14,10 @@ computed as 3xTF32 against cuBLAS's float32).
 Cases are Linear layers (y = act(x W^T + b)) at the shapes of the bench's layers, a plain
 GEMM, ragged shapes that no tile divides, and Conv2d + BatchNorm + ReLU at ResNet-18's shapes
 (there the baseline, column 'iree', is braze's earlier im2col copy + matmul:
-`conv-fp32=im2col`; eager is cuDNN, TF32 for float32 as torch's default allows).
+`conv-fp32=im2col`; eager is cuDNN, TF32 for float32 as torch's default allows), and
+scaled_dot_product_attention (braze's flash-attention kernel against IREE's path and torch's
+SDPA kernels; the GPU host makes the seeded inputs and the float64 reference of the first
+sequence).
 """
 
 from __future__ import annotations
@@ -53,11 +56,26 @@ CONV_CASES = {
 }
 CASES.update({name: None for name in CONV_CASES})
 
+ATTENTION_CASES = {
+    # name: (dtype, B, H, L, S, E, mask): scaled_dot_product_attention(q, k, v, ...); mask is
+    # None, "causal" or "add" (an additive [B, 1, L, S] mask, as BERT's padding mask)
+    "attn_8x12x512x64_f32": ("float32", 8, 12, 512, 512, 64, None),
+    "attn_8x12x512x64_bf16": ("bfloat16", 8, 12, 512, 512, 64, None),
+    "attn_8x12x128x64_f32_mask": ("float32", 8, 12, 128, 128, 64, "add"),
+    "attn_8x12x128x64_bf16": ("bfloat16", 8, 12, 128, 128, 64, None),
+    "attn_4x16x1024x64_bf16_causal": ("bfloat16", 4, 16, 1024, 1024, 64, "causal"),
+    "attn_4x8x256x128_f16": ("float16", 4, 8, 256, 256, 128, None),
+}
+CASES.update({name: None for name in ATTENTION_CASES})
+
 ROWS = 128
 """Rows of each result checked against float64 (the reference travels to the GPU host)."""
 
 
 def _flops(name: str) -> int:
+    if name in ATTENTION_CASES:
+        _, b, h, l, s_, e, mask = ATTENTION_CASES[name]
+        return 4 * b * h * l * s_ * e // (2 if mask == "causal" else 1)
     if name in CONV_CASES:
         _, n, c, h, w, f, k, s, p = CONV_CASES[name]
         oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
@@ -80,9 +98,33 @@ def _conv_model(name: str):
     return model.to(getattr(torch, dtype)), x.to(getattr(torch, dtype))
 
 
+def _attention_model(name: str):
+    """The SDPA module and its inputs (q, k, v[, mask]), seeded: the GPU host makes the same
+    ones, and computes the float64 reference there (the inputs are too large for the trip)."""
+    import torch
+
+    dtype, b, h, l, s, e, mask = ATTENTION_CASES[name]
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v, *m):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m[0] if m else None,
+                                                                    is_causal=mask == "causal")
+
+    gen = torch.Generator().manual_seed(sum(map(ord, name)))
+    args = [torch.randn(b, h, n, e, generator=gen) for n in (l, s, s)]
+    if mask == "add":
+        m = torch.zeros(b, 1, l, s)
+        for i in range(b):  # padding: the last keys of each sequence masked, a different number each
+            m[i, :, :, s - 8 * i:] = float("-inf")
+        args.append(m)
+    return Attention().eval(), tuple(a.to(getattr(torch, dtype)) for a in args)
+
+
 def _model(name: str):
     import torch
 
+    if name in ATTENTION_CASES:
+        return _attention_model(name)
     if name in CONV_CASES:
         return _conv_model(name)
     dtype, m, k, n, bias, act = CASES[name]
@@ -128,14 +170,24 @@ def build(out: Path, only: list[str] | None) -> int:
         if only and name not in only:
             continue
         model, x = _model(name)
+        if name in ATTENTION_CASES:  # the GPU host remakes the inputs and the reference
+            torch.save({"attention": True}, out / f"{name}.pt")
+            variants = (("kernels", None), ("iree", "fusion-cuda-pipeline{target=sm_90 kernels=off}"))
+            for variant, pipeline in variants:
+                t0 = time.perf_counter()
+                compiled = braze.compile(model, *x, device="cuda", target="sm_90", pipeline=pipeline)
+                made = sum(k["generated"] for k in compiled.report.kernels)
+                compiled.save(out / f"{name}.{variant}.braze", overwrite=True)
+                print(f"{name:28s} {variant:8s} {time.perf_counter() - t0:5.1f} s  dispatches "
+                      f"{compiled.report.dispatch_count}  generated {made}", flush=True)
+            continue
         with torch.no_grad():
             wide = _double(model)(x.double())
         keep = 1 if name in CONV_CASES else ROWS  # a convolution's first image; a GEMM's first rows
         ref = wide[:keep].float() if name in CONV_CASES else wide[:keep]
         torch.save({"x": x, "reference": ref.clone()}, out / f"{name}.pt")
-        if name in CONV_CASES:  # implicit GEMM (opt-in) against braze's default im2col + matmul
-            fp32 = "tf32" if torch.backends.cudnn.allow_tf32 else "tf32x3"
-            variants = (("kernels", f"fusion-cuda-pipeline{{target=sm_90 conv-fp32={fp32}}}"), ("iree", None))
+        if name in CONV_CASES:  # implicit GEMM (the default) against braze's earlier im2col + matmul
+            variants = (("kernels", None), ("iree", "fusion-cuda-pipeline{target=sm_90 conv-fp32=im2col}"))
         else:
             variants = (("kernels", None), ("iree", "fusion-cuda-pipeline{target=sm_90 kernels=off}"))
         for variant, pipeline in variants:
@@ -185,15 +237,21 @@ def run(folder: Path) -> int:
         if not data_path.exists():
             continue
         data = torch.load(data_path)
-        x, ref = data["x"].cuda(), data["reference"]
-        model, _ = _model(name)
+        model, made = _model(name)
         model = model.cuda()
+        if "attention" in data:  # float64 SDPA of the first sequence, on the GPU host
+            args = tuple(a.cuda() for a in made)
+            with torch.no_grad():
+                ref = model(*(a[:1].double() for a in args)).cpu()
+        else:
+            args, ref = (data["x"].cuda(),), data["reference"]
+        x = args[0]
         mods = {v: braze.load(folder / f"{name}.{v}.braze", device="cuda") for v in ("kernels", "iree")}
         with torch.no_grad():
-            eager_out = model(x)
+            eager_out = model(*args)
         keep = ref.shape[0]
         ref = ref.double()
-        errs = {v: (m(x)[:keep].double().cpu() - ref).abs().max().item() for v, m in mods.items()}
+        errs = {v: (m(*args)[:keep].double().cpu() - ref).abs().max().item() for v, m in mods.items()}
         errs["eager"] = (eager_out[:keep].double().cpu() - ref).abs().max().item()
         step = {torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10, torch.float32: 2 ** -23}[x.dtype]
         if name in CONV_CASES and x.dtype == torch.float32:
@@ -203,9 +261,9 @@ def run(folder: Path) -> int:
         bad += not ok
         flops = _flops(name)
         calls = max(10, min(2000, int(2e13 / flops)))
-        times = {v: _time(lambda m=m: m(x), calls) for v, m in mods.items()}
+        times = {v: _time(lambda m=m: m(*args), calls) for v, m in mods.items()}
         with torch.no_grad():
-            times["eager"] = _time(lambda: model(x), calls)
+            times["eager"] = _time(lambda: model(*args), calls)
         row = {"case": name, "errors": errs, "us": times, "ok": ok,
                "tflops_kernels": flops / times["kernels"] / 1e6}
         rows.append(row)
@@ -217,6 +275,33 @@ def run(folder: Path) -> int:
     return 1 if bad else 0
 
 
+def profile(folder: Path, only: list[str] | None) -> int:
+    """Each case's generated variant and eager, 3 calls each after a warm-up, between NVTX-free
+    markers ncu can read: run under `ncu --clock-control none --csv --metrics
+    gpu__time_duration.sum` and read the kernel rows (braze_* against torch's)."""
+    import torch
+
+    import braze
+
+    for name in CASES:
+        if (only and name not in only) or not (folder / f"{name}.pt").exists():
+            continue
+        data = torch.load(folder / f"{name}.pt")
+        model, made = _model(name)
+        model = model.cuda()
+        args = tuple(a.cuda() for a in made) if "attention" in data else (data["x"].cuda(),)
+        mod = braze.load(folder / f"{name}.kernels.braze", device="cuda")
+        with torch.no_grad():
+            for fn in (lambda: mod(*args), lambda: model(*args)):
+                fn()
+                torch.cuda.synchronize()
+                for _ in range(3):
+                    fn()
+                torch.cuda.synchronize()
+        print(f"profiled {name}", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -225,9 +310,14 @@ def main(argv=None) -> int:
     b.add_argument("--only", default="")
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
+    f = sub.add_parser("profile")
+    f.add_argument("dir", type=Path)
+    f.add_argument("--only", default="")
     args = p.parse_args(argv)
     if args.cmd == "build":
         return build(args.dir, [s for s in args.only.split(",") if s])
+    if args.cmd == "profile":
+        return profile(args.dir, [s for s in args.only.split(",") if s])
     return run(args.dir)
 
 

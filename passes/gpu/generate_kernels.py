@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 from braze._mlir import ir
 from braze.irutil import all_ops, captured_values, op_id, remap_operands
+from braze.kernels import attention as kattention
 from braze.kernels import build as kbuild
 from braze.kernels.gemm import EPILOGUE_OPS, choose_tile
-from braze.kernels.spec import ATTR, GemmSpec, Input
+from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, read_spec
 from braze.targets import cuda_sm_count
 
 from ..registry import ModulePass, decide, one_of, option, register
@@ -46,7 +47,8 @@ from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_e
 
 SKIPPED_ATTR = "braze.kernel_skipped"
 GENERATED = ("bf16", "f16")
-
+ATTENTION = "tm_tensor.attention"
+CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", ATTENTION)
 
 @register
 @dataclass(frozen=True)
@@ -75,9 +77,11 @@ class GenerateKernelsPass(ModulePass):
         for f in list(all_ops(module, "func.func")):
             if ATTR in f.attributes:
                 continue
-            for mm in all_ops(f, MATMULS + ("linalg.conv_2d_nchw_fchw",)):
+            for mm in all_ops(f, CONTRACTIONS):
                 if mm.name in MATMULS:
                     found = _match(mm, self.fp32)
+                elif mm.name == ATTENTION:
+                    found = _match_attention(mm, self.fp32)
                 elif self.conv_fp32 == "im2col":
                     continue
                 else:
@@ -90,8 +94,8 @@ class GenerateKernelsPass(ModulePass):
                 if isinstance(closure, str):
                     mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(closure)
                     continue
-                bm, bn, bk, warps, stages = choose_tile(spec, sms)
-                spec = GemmSpec(**{**spec.__dict__, "tile": (bm, bn, bk, warps, stages)})
+                tile = kattention.choose_tile(spec, sms) if isinstance(spec, AttentionSpec) else choose_tile(spec, sms)
+                spec = type(spec)(**{**spec.__dict__, "tile": tile})
                 label = f"braze_kernel{count}"
                 if not decide(self.name, f"@{label}: {spec.describe()} at {short_location(str(mm.location))}"):
                     continue
@@ -283,6 +287,126 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
                     precision=fp32 if ta == "f32" else "",
                     conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
     return spec, _Plan(args, peeled + widened + chain, cur, chain[-1])
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return strides[::-1]
+
+
+def _is_causal_mask(g: ir.Operation) -> bool:
+    """A generic with no inputs yielding select(index 2 >= index 3, 0.0, -inf): torch-mlir's
+    is_causal mask over [B, H, L, S]."""
+    if g.name != "linalg.generic" or len(g.operands) != 1 or len(g.results) != 1:
+        return False
+    body = [o.operation for o in g.regions[0].blocks[0].operations]
+    if [o.name for o in body] != ["linalg.index", "linalg.index", "arith.cmpi", "arith.select", "linalg.yield"]:
+        return False
+    dim = {o.results[0]: ir.IntegerAttr(o.attributes["dim"]).value for o in body[:2]}
+    cmp, sel = body[2], body[3]
+    pred = ir.IntegerAttr(cmp.attributes["predicate"]).value  # sge 5, sle 3
+    lhs, rhs = (dim.get(v) for v in cmp.operands)
+    ordered = (pred == 5 and (lhs, rhs) == (2, 3)) or (pred == 3 and (lhs, rhs) == (3, 2))
+    return (ordered and sel.operands[0] == cmp.results[0] and _float_literal(sel.operands[1]) == 0.0
+            and _float_literal(sel.operands[2]) == float("-inf") and body[4].operands[0] == sel.results[0])
+
+
+def _broadcast_source(g: ir.Operation) -> tuple[ir.Value, list[int]] | None:
+    """(source, per-dimension element strides of the result read from it, 0 where broadcast)
+    for a generic that only copies its one input into a larger shape."""
+    if g.name != "linalg.generic" or len(g.operands) != 2 or len(g.results) != 1:
+        return None
+    body = [o.operation for o in g.regions[0].blocks[0].operations]
+    block = g.regions[0].blocks[0]
+    if len(body) != 1 or body[0].operands[0] != block.arguments[0]:
+        return None
+    source = g.operands[0]
+    maps = [str(m) for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    rank = ir.RankedTensorType(g.results[0].type).rank
+    if _map_results(maps[1]) != [f"d{i}" for i in range(rank)]:
+        return None
+    src_type = ir.RankedTensorType(source.type)
+    if not src_type.has_static_shape:
+        return None
+    src_strides = _contiguous_strides(list(src_type.shape))
+    reads = _map_results(maps[0])
+    strides = []
+    for i in range(rank):
+        where = [p for p, d in enumerate(reads) if d == f"d{i}"]
+        strides.append(src_strides[where[0]] if where else 0)
+    if any(d != "0" and not d.startswith("d") for d in reads):
+        return None
+    return source, strides
+
+
+def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan] | str:
+    """The flash-attention spec and rewrite plan for torch-mlir's attention op, or why it keeps
+    IREE's attention kernel. The mask is read where it comes from: a causal mask is not read
+    at all, a mask broadcast over heads (or batch, rows, columns) is read at stride 0."""
+    operands = list(op.operands)
+    if len(operands) not in (4, 5) or len(op.results) != 1:
+        return "an attention op of another form"
+    q, k, v, init = operands[0], operands[1], operands[2], operands[-1]
+    mask = operands[3] if len(operands) == 5 else None
+    types = [ir.RankedTensorType(x.type) for x in operands]
+    if not all(t.has_static_shape for t in types):
+        return "dynamic shape"
+    if any(ir.RankedTensorType(x.type).rank != 3 for x in (q, k, v)):
+        return "attention operands of rank other than 3"
+    dtype = _element(q)
+    if dtype not in ("f32", "bf16", "f16") or _element(k) != dtype or _element(v) != dtype:
+        return f"attention on {dtype}, {_element(k)}, {_element(v)}"
+    if dtype == "f32" and fp32 == "off":
+        return "float32 attention with fp32=off"
+    batch, l, e = ir.RankedTensorType(q.type).shape
+    s, ev = ir.RankedTensorType(k.type).shape[1], ir.RankedTensorType(v.type).shape[2]
+    scale = 1.0 / e ** 0.5
+    if "scale" in op.attributes:
+        scale = float(ir.FloatAttr(op.attributes["scale"]).value)
+    args, ops, extra = [q, k, v], [], {}
+    if mask is not None:
+        if not str(ir.RankedTensorType(mask.type).element_type).startswith(("f", "bf")):
+            return f"a {ir.RankedTensorType(mask.type).element_type} mask"
+        extra = {"mask": "add", "mask_dtype": _element(mask), "heads": 1, "mask_strides": (l * s, 0, s, 1)}
+        found = _owner(mask)
+        if found is not None and found.name == "tensor.collapse_shape" and \
+                str(found.attributes["reassociation"]).replace(" ", "") == "[[0,1],[2],[3]]":
+            full = found.operands[0]
+            b4, h4 = ir.RankedTensorType(full.type).shape[:2]
+            extra.update(heads=h4, mask_strides=(h4 * l * s, l * s, s, 1))
+            ops.append(found)
+            g = _owner(full)
+            source = None
+            if g is not None and len(list(full.uses)) == 1:
+                if _is_causal_mask(g):
+                    extra = {"mask": "causal"}
+                    ops.append(g)
+                    fill = _owner(g.operands[0])
+                    if fill is not None and fill.name == "linalg.fill":
+                        ops.append(fill)
+                elif (source := _broadcast_source(g)) is not None:
+                    src, strides = source
+                    extra.update(mask_strides=tuple(strides), mask_dtype=_element(src))
+                    ops.append(g)
+                    args.append(src)
+            if extra["mask"] == "add" and source is None:
+                args.append(full)
+        elif extra["mask"] == "add":
+            args.append(mask)
+    fill = _owner(init)
+    if fill is not None and fill.name == "linalg.fill":
+        ops.append(fill)
+    ops.append(op)
+    spec = AttentionSpec(batch=batch, l=l, s=s, e=e, ev=ev, dtype=dtype, out=_element(op.results[0]),
+                         scale=scale, precision=fp32 if dtype == "f32" else "", **extra)
+    try:
+        spec.check()
+    except ValueError as err:
+        return str(err)
+    return spec, _Plan(args, ops, op.results[0], op)
 
 
 def _float_literal(v: ir.Value) -> float | None:
@@ -483,12 +607,12 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
     found = []
     for f in all_ops(module, "func.func"):
         if ATTR in f.attributes:
-            spec = GemmSpec.from_json(ir.StringAttr(f.attributes[ATTR]).value)
-            mm = next(iter(all_ops(f, MATMULS + ("linalg.conv_2d_nchw_fchw",))), None)
+            spec = read_spec(ir.StringAttr(f.attributes[ATTR]).value)
+            mm = next(iter(all_ops(f, CONTRACTIONS)), None)
             found.append({"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
                           "generated": True,
                           "location": short_location(str(mm.location)) if mm is not None else ""})
-    for mm in all_ops(module, MATMULS + ("linalg.conv_2d_nchw_fchw",)):
+    for mm in all_ops(module, CONTRACTIONS):
         if SKIPPED_ATTR in mm.attributes:
             found.append({"function": "", "kernel": f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}",
                           "generated": False, "reason": ir.StringAttr(mm.attributes[SKIPPED_ATTR]).value,

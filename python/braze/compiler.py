@@ -28,7 +28,8 @@ RUNTIMES = ("auto", "launch", "iree")
 PLAN_FILE = "cuda/plan.json"
 
 ATTENTION_AS_ONE_OP = {"cuda": ("bfloat16", "float16")}
-"""Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §12)."""
+"""Where compile(attention=None) lowers attention to one op: device -> dtypes (bench/NOTES.md §12);
+float32 too on CUDA where braze generates the kernel (IREE's own float32 one is slow)."""
 _FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
 
 __version__ = "0.1.0"
@@ -380,9 +381,10 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       (False: less memory held between calls, slower calls; see bench/NOTES.md §9).
     iree_flags: extra iree-compile flags, after braze's own (e.g. ['--iree-hal-memoization=false']).
     attention: compile softmax(q k^T * c) v, written out or as scaled_dot_product_attention, as
-      one attention op (one IREE dispatch) instead of matmul, softmax, matmul. The default
-      (None) does so where that measured faster: cuda in bfloat16/float16 (bench/NOTES.md §12).
-      IREE 3.13's float32 attention kernel on CUDA and its CPU one ran far slower than the
+      one attention op (one dispatch) instead of matmul, softmax, matmul. The default (None)
+      does so where that measured faster: cuda in bfloat16/float16, and in float32 where braze
+      generates the kernel (a flash-attention kernel of braze's; bench/NOTES.md §12, §18).
+      IREE 3.13's own float32 attention kernel on CUDA and its CPU one ran far slower than the
       three dispatches, and it cannot compile the op for Vulkan.
     runtime: how a CUDA module runs: 'launch' (braze's launcher: IREE's kernels issued on torch's
       current stream, asynchronously, capturable in torch.cuda.graph; needs a launch plan, which
@@ -556,6 +558,8 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     pipeline_text = pipeline or device_pipeline(tgt, fusion, precision)
     if attention is None:
         dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
+        if fusion and tgt.device == "cuda" and pipeline is None and "kernels=on" in pipeline_text:
+            dtypes += ("float32",)  # fusion-generate-kernels makes it one flash-attention kernel
     else:
         dtypes = _FLOAT_DTYPES if attention else ()
     import torch

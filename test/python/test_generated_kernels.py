@@ -250,3 +250,44 @@ def test_float32_precision_follows_torch_flags_unless_given():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
     with pytest.raises(braze.InputError, match="precision='fast'"):
         lower(model, x, device="cuda", target="sm_90", precision="fast")
+
+
+def _sdpa64(q, k, v, scale, mask=None, causal=False):
+    """softmax(scale q k^T + mask) v in float64, rows with every key masked giving 0."""
+    s = scale * q.double() @ k.double().transpose(-1, -2)
+    if mask is not None:
+        s = s + mask.double()
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    return p @ v.double()
+
+
+@pytest.mark.parametrize("mask", ["", "causal", "add"])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_attention_template_is_attention(mask, dtype, tmp_path):
+    """The flash-attention kernel against softmax(q k^T s + mask) v in float64, on ragged sizes
+    (L, S, E, EV no tile divides), with a mask broadcast over heads (read at stride 0)."""
+    from braze.kernels.spec import AttentionSpec
+
+    torch.manual_seed(6)
+    b, h, l, s, e, ev = 2, 3, 37, 45, 20, 24
+    t = {"f32": torch.float32, "f16": torch.float16}[dtype]
+    q, k, v = torch.randn(b * h, l, e, dtype=t), torch.randn(b * h, s, e, dtype=t), torch.randn(b * h, s, ev, dtype=t)
+    args, full = [q, k, v], None
+    extra = {}
+    if mask == "add":
+        m = torch.randn(b, 1, l, s, dtype=t)
+        m[0, 0, 3] = float("-inf")  # a row with every key masked gives 0
+        args.append(m)
+        full = m.expand(b, h, l, s).reshape(b * h, l, s)
+        extra = dict(mask_dtype=dtype, heads=h, mask_strides=(l * s, 0, s, 1))
+    spec = AttentionSpec(batch=b * h, l=l, s=s, e=e, ev=ev, dtype=dtype, out=dtype, scale=0.3, mask=mask,
+                         precision="tf32x3" if dtype == "f32" else "", tile=(16, 16, 4, 2), **extra)
+    spec.check()
+    got = _run_interpreted(spec, args, tmp_path)
+    want = _sdpa64(q, k, v, 0.3, full, causal=mask == "causal")
+    tol = 1e-4 if dtype == "f32" else 4e-3
+    assert (got.double() - want).abs().max().item() < tol * max(1.0, want.abs().max().item())
+    if mask == "add":
+        assert got[0, 3].abs().max().item() == 0.0 and got[3, 3].abs().max().item() > 0  # only batch 0's row

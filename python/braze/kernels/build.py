@@ -1,4 +1,4 @@
-"""Compiling a GemmSpec to PTX with Triton, cached on disk.
+"""Compiling a kernel spec (GemmSpec, AttentionSpec) to PTX with Triton, cached on disk.
 
     $BRAZE_CACHE_DIR/kernels/<kernel name>-<versions>/   (default ~/.cache/braze/kernels/...)
         kernel.py     the generated Triton source (Triton's JIT reads it from its file)
@@ -22,8 +22,10 @@ from pathlib import Path
 from braze.errors import CompileError
 from braze.fileutil import cache_home, write_atomically
 
-from . import gemm
-from .spec import GemmSpec
+from . import attention, gemm
+from .spec import AttentionSpec, GemmSpec
+
+Spec = GemmSpec | AttentionSpec
 
 ARCHS = {"sm_90": 90}
 """CUDA capabilities braze generates kernels for (wgmma: sm_90a code runs on 9.0 only)."""
@@ -60,19 +62,27 @@ def cache_root() -> Path:
     return cache_home() / "kernels"
 
 
-def _entry(spec: GemmSpec, arch: str) -> Path:
-    versions = hashlib.sha256(f"{triton_version()} {arch} {_template_hash()}".encode())
-    return cache_root() / f"{gemm.kernel_name(spec)}-{versions.hexdigest()[:12]}"
+def template(spec: Spec):
+    """The template module that writes the spec's kernel (source, kernel_name, grid, signature,
+    constexprs, options)."""
+    return attention if isinstance(spec, AttentionSpec) else gemm
 
 
-_TEMPLATE_HASH = None
+def _entry(spec: Spec, arch: str) -> Path:
+    tpl = template(spec)
+    versions = hashlib.sha256(f"{triton_version()} {arch} {_template_hash(tpl)}".encode())
+    return cache_root() / f"{tpl.kernel_name(spec)}-{versions.hexdigest()[:12]}"
 
 
-def _template_hash() -> str:
-    global _TEMPLATE_HASH
-    if _TEMPLATE_HASH is None:
-        _TEMPLATE_HASH = hashlib.sha256(Path(gemm.__file__).read_bytes()).hexdigest()[:12]
-    return _TEMPLATE_HASH
+_TEMPLATE_HASHES: dict = {}
+
+
+def _template_hash(tpl) -> str:
+    """The template's own source and the GEMM template's (the attention one imports its tables)."""
+    if tpl.__name__ not in _TEMPLATE_HASHES:
+        text = Path(tpl.__file__).read_bytes() + Path(gemm.__file__).read_bytes()
+        _TEMPLATE_HASHES[tpl.__name__] = hashlib.sha256(text).hexdigest()[:12]
+    return _TEMPLATE_HASHES[tpl.__name__]
 
 
 def _load(entry: Path) -> Built | None:
@@ -86,7 +96,7 @@ def _load(entry: Path) -> Built | None:
         return None
 
 
-def build(spec: GemmSpec, arch: str = "sm_90") -> Built:
+def build(spec: Spec, arch: str = "sm_90") -> Built:
     """The PTX of the spec's kernel (spec.tile set), from the cache or compiled now."""
     why = available(arch)
     if why:
@@ -96,19 +106,20 @@ def build(spec: GemmSpec, arch: str = "sm_90") -> Built:
     if found is not None:
         return found
     entry.mkdir(parents=True, exist_ok=True)
-    name = gemm.kernel_name(spec)
+    tpl = template(spec)
+    name = tpl.kernel_name(spec)
     path = entry / "kernel.py"
-    write_atomically(path, gemm.source(spec).encode(), overwrite=True)
+    write_atomically(path, tpl.source(spec).encode(), overwrite=True)
     try:
         ptx, shared, warps = _compile(path, name, spec, ARCHS[arch])
     except Exception as e:  # Triton's errors are many kinds; all of them are braze's bug here
         raise CompileError(f"Triton failed to compile braze's kernel for {spec.describe()} "
                            f"(a braze bug; the generated source is {path}): {type(e).__name__}: {e}") from None
     write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
-    meta = {"name": name, "shared": shared, "warps": warps, "grid": list(gemm.grid(spec)),
+    meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)),
             "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "spec": spec.to_json()}
     write_atomically(entry / "meta.json", json.dumps(meta, indent=1).encode(), overwrite=True)
-    return Built(name, ptx, shared, warps, gemm.grid(spec), False)
+    return Built(name, ptx, shared, warps, tpl.grid(spec), False)
 
 
 def load_function(path: Path, name: str):
@@ -124,16 +135,17 @@ def load_function(path: Path, name: str):
     return getattr(module, name)
 
 
-def _compile(path: Path, name: str, spec: GemmSpec, capability: int) -> tuple[str, int, int]:
+def _compile(path: Path, name: str, spec: Spec, capability: int) -> tuple[str, int, int]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    tpl = template(spec)
     fn = load_function(path, name)
-    sig = gemm.signature(spec)
+    sig = tpl.signature(spec)
     pointers = [i for i, t in enumerate(sig.values()) if t.startswith("*")]
-    bm, bn, bk, warps, stages = spec.tile
-    src = ASTSource(fn, signature=sig, constexprs=gemm.constexprs(spec),
+    warps, stages = tpl.options(spec)
+    src = ASTSource(fn, signature=sig, constexprs=tpl.constexprs(spec),
                     attrs={(i,): [["tt.divisibility", 16]] for i in pointers})
     compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32),
                               options={"num_warps": warps, "num_stages": stages})

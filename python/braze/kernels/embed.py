@@ -28,16 +28,16 @@ from braze.errors import CompileError
 from braze.irutil import all_ops
 
 from . import build as kbuild
-from .spec import ATTR, GemmSpec
+from .spec import ATTR, read_spec
 
 
 def kernel_functions(module) -> list:
     return [f for f in all_ops(module.operation, "func.func") if ATTR in f.attributes]
 
 
-def _executable_text(spec: GemmSpec, built: kbuild.Built, exe: str) -> str:
+def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
     data = built.ptx.encode() + b"\0"
-    n_in = 2 + len(spec.inputs)
+    n_in = spec.operands()
     bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * n_in
                          + ["#hal.pipeline.binding<storage_buffer>"])
     gx, gy, gz = built.grid
@@ -63,7 +63,7 @@ def embed_kernels(module, arch: str) -> list[dict]:
         for f in functions:
             sym = iree_ir.StringAttr(f.attributes["sym_name"]).value
             try:
-                spec = GemmSpec.from_json(iree_ir.StringAttr(f.attributes[ATTR]).value)
+                spec = read_spec(iree_ir.StringAttr(f.attributes[ATTR]).value)
             except (ValueError, TypeError, KeyError) as e:
                 raise CompileError(f"@{sym} carries a {ATTR} spec braze cannot read: {e}") from None
             built = kbuild.build(spec, arch)

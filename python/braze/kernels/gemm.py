@@ -268,3 +268,8 @@ def signature(spec: GemmSpec) -> dict[str, str]:
 def constexprs(spec: GemmSpec) -> dict[str, int]:
     bm, bn, bk = spec.tile[:3]
     return {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M}
+
+
+def options(spec: GemmSpec) -> tuple[int, int]:
+    """(warps, stages) for triton.compile."""
+    return spec.tile[3], spec.tile[4]

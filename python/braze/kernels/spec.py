@@ -1,7 +1,7 @@
 """What a generated kernel computes, as the pass that finds it writes it down.
 
-`fusion-generate-kernels` outlines a matmul with its prologue casts and epilogue chain into a
-private function and records a GemmSpec on it (`braze.kernel`, JSON text, a discardable
+`fusion-generate-kernels` outlines a matmul with its prologue casts and epilogue chain (or an
+attention op with its mask) into a private function and records a GemmSpec (AttentionSpec) on it (`braze.kernel`, JSON text, a discardable
 attribute the front end's context can hold). The back end turns the spec into a Triton kernel
 and the function body into one dispatch of it (braze.kernels.embed). This module imports
 neither MLIR binding nor Triton: the spec is plain data.
@@ -70,6 +70,10 @@ class GemmSpec:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
+    def operands(self) -> int:
+        """How many operands the kernel reads (its read-only bindings)."""
+        return 2 + len(self.inputs)
+
     @classmethod
     def from_json(cls, text: str) -> "GemmSpec":
         d = json.loads(text)
@@ -125,3 +129,93 @@ class GemmSpec:
         how = f" as {self.precision}" if self.precision else ""
         return (f"gemm {lead}{self.m}x{self.n}x{self.k} {self.a}*{self.b}({self.b_layout}){how}->{self.out}, "
                 f"epilogue [{epi}], tile {tile}")
+
+
+MASKS = ("", "causal", "add")
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """softmax(scale * q k^T + mask) v over `batch` independent heads (torch-mlir's
+    tm_tensor.attention on [batch, L, E] operands), as one flash-attention kernel: the [L, S]
+    scores never leave the chip. Operands q [batch, L, E], k [batch, S, E], v [batch, S, EV],
+    the result [batch, L, EV]; all row-major."""
+
+    batch: int
+    l: int
+    s: int
+    e: int
+    ev: int
+    dtype: str
+    """Element type of q, k, v (f32, bf16, f16); the scores and softmax are f32."""
+    out: str
+    scale: float
+    mask: str = ""
+    """'': none; 'causal': key j > query i masked (torch's is_causal, top-left aligned);
+    'add': an additive mask operand read at mask_strides."""
+    mask_dtype: str = ""
+    heads: int = 1
+    """The batch index is (b, h) with h = index % heads: the mask's strides are per b and per h."""
+    mask_strides: tuple[int, ...] = ()
+    """Element strides of the mask operand per (b, h, i, j); 0 where it is broadcast."""
+    precision: str = ""
+    """float32: 'tf32x3' (float32-accurate) or 'tf32'; '' for 16-bit."""
+    tile: tuple[int, ...] = field(default=(), compare=False)
+    """(BM, BN, warps, stages); () until chosen."""
+    kind: str = "attention"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def inputs(self) -> tuple:
+        """The operands after q, k, v (the GEMM's epilogue inputs' place in the binding list)."""
+        return (Input(self.mask_dtype, "full"),) if self.mask == "add" else ()
+
+    def operands(self) -> int:
+        return 3 + len(self.inputs)
+
+    def check(self) -> None:
+        for name in ("batch", "l", "s", "e", "ev", "heads"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.dtype not in FLOAT_TYPES or self.out not in FLOAT_TYPES:
+            raise ValueError(f"attention on {self.dtype} -> {self.out}; kernels take {FLOAT_TYPES}")
+        if self.mask not in MASKS:
+            raise ValueError(f"mask is one of {MASKS}, got {self.mask!r}")
+        if self.mask == "add" and (len(self.mask_strides) != 4 or self.mask_dtype not in FLOAT_TYPES):
+            raise ValueError(f"an additive mask takes 4 strides and a float type, got {self.mask_strides} "
+                             f"{self.mask_dtype!r}")
+        if self.batch % self.heads:
+            raise ValueError(f"batch {self.batch} is not a multiple of heads {self.heads}")
+        if (self.dtype == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
+            raise ValueError(f"precision {self.precision!r} does not fit {self.dtype} operands")
+        if max(self.e, self.ev) > 256:
+            raise ValueError(f"head sizes {self.e}, {self.ev}: the template holds at most 256")
+        if self.tile and len(self.tile) != 4:
+            raise ValueError(f"tile is (BM, BN, warps, stages), got {self.tile}")
+
+    def key(self) -> str:
+        text = self.to_json() + json.dumps(list(self.tile))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        how = f" as {self.precision}" if self.precision else ""
+        mask = {"": "", "causal": ", causal", "add": ", additive mask"}[self.mask]
+        tile = "x".join(map(str, self.tile[:2])) if self.tile else "?"
+        return (f"attention {self.batch}x{self.l}x{self.s} heads of {self.e}->{self.ev}, {self.dtype}{how}->{self.out}, "
+                f"scale {self.scale:.6g}{mask}, tile {tile}")
+
+
+def read_spec(text: str) -> "GemmSpec | AttentionSpec":
+    """The spec a `braze.kernel` attribute holds (ValueError/TypeError/KeyError when damaged)."""
+    d = json.loads(text)
+    if not isinstance(d, dict):
+        raise ValueError("a spec is a JSON object")
+    if d.get("kind") == "attention":
+        d["tile"] = tuple(d.get("tile", ()))
+        d["mask_strides"] = tuple(d.get("mask_strides", ()))
+        spec = AttentionSpec(**d)
+        spec.check()
+        return spec
+    return GemmSpec.from_json(text)

@@ -1,5 +1,5 @@
-"""Run a generated GEMM kernel under Triton's interpreter (a child process of the tests:
-TRITON_INTERPRET must be set before triton is first imported).
+"""Run a generated kernel (GEMM or attention) under Triton's interpreter (a child process of the
+tests: TRITON_INTERPRET must be set before triton is first imported).
 
     python interpret_kernel.py SPEC_JSON IN.pt OUT.pt   (IN.pt: the kernel's operands, a list)
 """
@@ -9,19 +9,37 @@ import sys
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import builtins  # noqa: E402
+
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from triton.runtime import interpreter  # noqa: E402
 
-from braze.kernels import build, gemm  # noqa: E402
-from braze.kernels.spec import GemmSpec  # noqa: E402
+from braze.kernels import build  # noqa: E402
 
-spec = GemmSpec.from_json(open(sys.argv[1]).read())
+
+def _range(*bounds):
+    """Triton 3.6's interpreter hands a loop bound computed from program_id to range() as a
+    1-element array, which NumPy 2 no longer converts to an int; the compiled kernel is unaffected."""
+    return builtins.range(*(int(np.asarray(b.handle.data).reshape(-1)[0]) if hasattr(b, "handle") else b
+                            for b in bounds))
+
+
+interpreter.range = _range
+from braze.kernels.spec import AttentionSpec, read_spec  # noqa: E402
+
+spec = read_spec(open(sys.argv[1]).read())
+tpl = build.template(spec)
 args = torch.load(sys.argv[2])
 folder = os.path.dirname(sys.argv[3])
-path = os.path.join(folder, gemm.kernel_name(spec) + ".py")
+path = os.path.join(folder, tpl.kernel_name(spec) + ".py")
 with open(path, "w") as f:
-    f.write(gemm.source(spec))
-fn = build.load_function(path, gemm.kernel_name(spec))
-shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n)
+    f.write(tpl.source(spec))
+fn = build.load_function(path, tpl.kernel_name(spec))
+if isinstance(spec, AttentionSpec):
+    shape = (spec.batch, spec.l, spec.ev)
+else:
+    shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n)
 out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16}[spec.out])
-fn[gemm.grid(spec)[:2]](*args, out, **gemm.constexprs(spec))
+fn[tpl.grid(spec)[:2]](*args, out, **tpl.constexprs(spec))
 torch.save(out, sys.argv[3])
