@@ -264,14 +264,17 @@ def _sdpa64(q, k, v, scale, mask=None, causal=False):
 
 
 @pytest.mark.parametrize("mask", ["", "causal", "add"])
-@pytest.mark.parametrize("dtype", ["f32", "f16"])
-def test_attention_template_is_attention(mask, dtype, tmp_path):
+@pytest.mark.parametrize("dtype,sizes", [("f32", (37, 45, 20, 24)), ("f16", (37, 45, 20, 24)),
+                                         ("f16", (48, 48, 16, 32))], ids=["f32", "f16", "f16-even"])
+def test_attention_template_is_attention(mask, dtype, sizes, tmp_path):
     """The flash-attention kernel against softmax(q k^T s + mask) v in float64, on ragged sizes
-    (L, S, E, EV no tile divides), with a mask broadcast over heads (read at stride 0)."""
+    (L, S, E, EV no tile divides: every bound checked) and even ones (no bound checked but the
+    causal loop's, whose last row block reaches past S), with a mask broadcast over heads
+    (read at stride 0)."""
     from braze.kernels.spec import AttentionSpec
 
     torch.manual_seed(6)
-    b, h, l, s, e, ev = 2, 3, 37, 45, 20, 24
+    (b, h), (l, s, e, ev) = (2, 3), sizes
     t = {"f32": torch.float32, "f16": torch.float16}[dtype]
     q, k, v = torch.randn(b * h, l, e, dtype=t), torch.randn(b * h, s, e, dtype=t), torch.randn(b * h, s, ev, dtype=t)
     args, full = [q, k, v], None
@@ -283,7 +286,8 @@ def test_attention_template_is_attention(mask, dtype, tmp_path):
         full = m.expand(b, h, l, s).reshape(b * h, l, s)
         extra = dict(mask_dtype=dtype, heads=h, mask_strides=(l * s, 0, s, 1))
     spec = AttentionSpec(batch=b * h, l=l, s=s, e=e, ev=ev, dtype=dtype, out=dtype, scale=0.3, mask=mask,
-                         precision="tf32x3" if dtype == "f32" else "", tile=(16, 16, 4, 2), **extra)
+                         precision="tf32x3" if dtype == "f32" else "", tile=(32, 16, 4, 2) if l == 48 and mask == "causal" else (16, 16, 4, 2),
+                         **extra)
     spec.check()
     got = _run_interpreted(spec, args, tmp_path)
     want = _sdpa64(q, k, v, 0.3, full, causal=mask == "causal")
