@@ -295,3 +295,85 @@ def test_attention_template_is_attention(mask, dtype, sizes, tmp_path):
     assert (got.double() - want).abs().max().item() < tol * max(1.0, want.abs().max().item())
     if mask == "add":
         assert got[0, 3].abs().max().item() == 0.0 and got[3, 3].abs().max().item() > 0  # only batch 0's row
+
+
+class _Sdpa(torch.nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, *mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None,
+                                                                is_causal=self.causal)
+
+
+class _PlainAttention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.2, -1) @ v
+
+
+def test_pass_takes_attention_as_one_kernel_with_its_mask(tmp_path):
+    """Attention from plain ops and SDPA (causal, or with a mask broadcast over heads) becomes one
+    flash-attention kernel in float32 and bf16; the pass's spec, run under Triton's interpreter
+    on the model's inputs, is the model's function (float64 eager as the reference)."""
+    from braze.kernels.spec import AttentionSpec, read_spec
+    from braze._mlir import ir
+
+    torch.manual_seed(7)
+    b, h, l, s, e = 2, 3, 24, 40, 16
+    q, k, v = torch.randn(b, h, l, e), torch.randn(b, h, s, e), torch.randn(b, h, s, e)
+    mask = torch.randn(b, 1, l, s)
+
+    def specs(model, *args):
+        lowered = lower(model, *args, device="cuda", target="sm_90")
+        found = [read_spec(ir.StringAttr(f.attributes[ATTR]).value)
+                 for f in all_ops(lowered.module.operation, "func.func") if ATTR in f.attributes]
+        return found, lowered
+
+    (plain,), _ = specs(_PlainAttention().eval(), q, k, v)
+    assert isinstance(plain, AttentionSpec) and (plain.batch, plain.l, plain.s, plain.e) == (b * h, l, s, e)
+    assert plain.scale == 0.2 and plain.mask == "" and plain.precision == "tf32x3"
+    (causal,), _ = specs(_Sdpa(causal=True).eval(), q, k[:, :, :l], v[:, :, :l])
+    assert causal.mask == "causal" and abs(causal.scale - e ** -0.5) < 1e-12
+    (masked,), lowered = specs(_Sdpa().eval(), q, k, v, mask)
+    assert masked.mask == "add" and masked.heads == h and masked.mask_strides == (l * s, 0, s, 1)
+    (bf16,), _ = specs(_PlainAttention().eval(), q.bfloat16(), k.bfloat16(), v.bfloat16())
+    assert (bf16.dtype, bf16.out, bf16.precision) == ("bf16", "bf16", "")
+    report = lowered.report.kernels
+    assert report[0]["generated"] and report[0]["kernel"].startswith("attention 6x24x40")
+
+    interpreted = AttentionSpec(**{**masked.__dict__, "tile": (16, 16, 4, 2)})
+    got = _run_interpreted(interpreted, (q.reshape(b * h, l, e), k.reshape(b * h, s, e), v.reshape(b * h, s, e),
+                                         mask), tmp_path)
+    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask.double())
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+    compiled = braze.compile(_Sdpa().eval(), q, k, v, mask, device="cuda", target="sm_90", cache=False)
+    assert compiled.report.dispatch_count == 1
+    with zipfile.ZipFile(compiled.save(tmp_path / "attention.braze")) as z:
+        vmfb = z.read("module.vmfb")
+    assert b"braze_attention_" in vmfb and b"wgmma.mma_async" in vmfb
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("form", ["plain", "causal", "mask"])
+def test_attention_kernel_on_the_gpu(dtype, form):
+    """braze's flash-attention kernel against float64 on the GPU, on sizes no tile divides,
+    within 4x the error torch's own SDPA kernel makes."""
+    torch.manual_seed(8)
+    b, h, l, e = 3, 5, 77, 64
+    q, k, v = (torch.randn(b, h, l, e, dtype=dtype) for _ in range(3))
+    args = [q, k, v]
+    model = _PlainAttention().eval() if form == "plain" else _Sdpa(causal=form == "causal").eval()
+    if form == "mask":
+        args.append(torch.randn(b, 1, l, l, dtype=dtype))
+    compiled = braze.compile(model, *args, device="cuda")
+    assert any(kk["generated"] and kk["kernel"].startswith("attention") for kk in compiled.report.kernels)
+    got = compiled(*(a.cuda() for a in args)).cpu()
+    with torch.no_grad():
+        want = model(*(a.double() for a in args))
+        eager = model.cuda()(*(a.cuda() for a in args)).cpu()
+    err = (got.double() - want).abs().max().item()
+    own = (eager.double() - want).abs().max().item()
+    assert err <= 4 * own + 1e-6, (err, own)

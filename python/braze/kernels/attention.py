@@ -116,18 +116,18 @@ def {kernel_name(spec)}(q_ptr, k_ptr, v_ptr, {mask_param}o_ptr, BM: tl.constexpr
 
 
 def choose_tile(spec: AttentionSpec, sms: int) -> tuple[int, int, int, int]:
-    """(BM, BN, warps, stages): 128 query rows a program where that fills the GPU (64 where
-    fewer than one wave of programs would run, as for short sequences), 64 keys a step; float32
-    operands take twice the shared memory, so fewer stages."""
+    """(BM, BN, warps, stages), as measured on the H200 (bench/NOTES.md §18, ncu kernel times of
+    8 tiles a case over 6 cases, bench/experiments/kernel_tiles.py): 64x64 with 4 warps and
+    3 stages was the fastest 16-bit tile in every case (head sizes 64 and 128, 128 to 1024
+    keys, causal or not); float32 ran fastest at 128x64 with 8 warps and 2 stages (twice the
+    shared memory a stage: wider heads take half the keys a step)."""
     width = max(_pow2(spec.e), _pow2(spec.ev))
-    bm = 128 if -(-spec.l // 128) * spec.batch >= sms else 64
-    bm = min(bm, _pow2(spec.l))
-    bn = min(64 if width <= 128 else 32, _pow2(spec.s))
     if spec.dtype == "f32":
-        bm, bn = min(bm, 64), min(bn, 64 if width <= 64 else 32)
-    warps = 8 if bm * width >= 128 * 128 else 4
-    stages = 2 if spec.dtype == "f32" or width > 128 else 3
-    return bm, bn, warps, stages
+        tile = (128, 64, 8, 2) if width <= 64 else (64, 32, 4, 2)
+    else:
+        tile = (64, 64, 4, 3) if width <= 128 else (64, 32, 4, 2)
+    bm, bn, warps, stages = tile
+    return bm, min(bn, _pow2(spec.s)), warps, stages
 
 
 def grid(spec: AttentionSpec) -> tuple[int, int, int]:

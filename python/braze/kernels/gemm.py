@@ -216,36 +216,43 @@ def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
 
 # -- the cost model --------------------------------------------------------------------------
 
-TILES = (
+TILE_16_LARGE = (128, 256, 64, 8, 3)
+TILE_16 = (64, 64, 64, 4, 4)
+TILES_TF32X3 = (
     # (BM, BN, BK, warps, stages, relative efficiency of a full tile)
-    (128, 256, 64, 8, 3, 1.00),
-    (128, 128, 64, 8, 4, 0.92),
-    (128, 64, 64, 4, 4, 0.78),
-    (64, 128, 64, 4, 4, 0.74),
-    (64, 64, 64, 4, 4, 0.55),
+    (128, 64, 32, 8, 3, 0.9),
+    (64, 64, 32, 4, 4, 1.0),
+    (64, 32, 32, 4, 4, 0.8),
 )
-"""Candidate tiles for 16-bit GEMMs on sm_90 (wgmma needs BM a multiple of 64). The
-efficiencies are a prediction (bigger tiles reuse each loaded byte more), to be replaced by
-measured ones (bench/NOTES.md §18)."""
+TILE_TF32_LARGE = (128, 128, 32, 8, 3)
+TILE_TF32 = (128, 64, 32, 4, 3)
+"""The tiles the cost model picks from, measured on the H200 (bench/NOTES.md §18: ncu kernel
+times of 8 tiles a shape at the bench's Linear shapes, bench/experiments/kernel_tiles.py).
+16-bit: 128x256 where its grid fills two waves (a 4096x4096 GEMM: 57 µs against 96 for
+64x64), else 64x64 (best or within 2% at every bench shape: more programs beat bigger tiles
+when there are fewer than 2 waves of big ones). float32 as 3xTF32 is compute-bound: waves of
+programs over the SMs, each as long as its tile over its efficiency (the efficiencies fitted to
+the measurement, which they reproduce at all 6 shapes). TF32: 128x128 where it fills 4 waves."""
+
+
+def _programs(spec: GemmSpec, bm: int, bn: int) -> int:
+    return -(-spec.m // bm) * -(-spec.n // bn) * max(spec.batch, 1)
 
 
 def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
-    """The tile with the least predicted time: waves of programs over the SMs, each as long as
-    its tile's work over its efficiency (a small grid leaves SMs idle, which favours smaller
-    tiles for few rows)."""
-    best, best_cost = None, math.inf
-    batch = max(spec.batch, 1)
-    for bm, bn, bk, warps, stages, eff in TILES:
-        if spec.a == "f32" and bn > 128:
-            continue
-        programs = -(-spec.m // bm) * -(-spec.n // bn) * batch
-        waves = -(-programs // sms)
-        cost = waves * bm * bn / eff
-        if cost < best_cost:
-            best, best_cost = (bm, bn, bk, warps, stages), cost
-    bm, bn, bk, warps, stages = best
-    if spec.a == "f32":  # 32-bit operands take twice the shared memory per stage
-        bk, stages = 32, 3
+    """The tile for a spec on a GPU of `sms` SMs (see TILES_TF32X3's note for the evidence)."""
+    if spec.precision == "tf32x3":
+        best, best_cost = None, math.inf
+        for bm, bn, bk, warps, stages, eff in TILES_TF32X3:
+            cost = -(-_programs(spec, bm, bn) // sms) * bm * bn / eff
+            if cost < best_cost:
+                best, best_cost = (bm, bn, bk, warps, stages), cost
+        tile = best
+    elif spec.precision == "tf32":
+        tile = TILE_TF32_LARGE if _programs(spec, 128, 128) >= 4 * sms else TILE_TF32
+    else:
+        tile = TILE_16_LARGE if _programs(spec, 128, 256) >= 2 * sms else TILE_16
+    bm, bn, bk, warps, stages = tile
     bk = min(bk, max(16, 1 << (spec.k - 1).bit_length()))  # no K tile longer than K itself
     return bm, bn, bk, warps, stages
 

@@ -1,0 +1,241 @@
+"""Tiles for braze's generated kernels, measured: each case compiled once per candidate tile and
+timed on the GPU host against torch (SDPA's kernels for attention, cuBLAS and torch's epilogue
+kernels for a Linear).
+
+    python bench/experiments/kernel_tiles.py build DIR [--only a,b]   (here: compiler, Triton)
+    python bench/experiments/kernel_tiles.py run DIR        (GPU host: per-call times, CUDA events)
+    ncu --clock-control none --csv --metrics gpu__time_duration.sum \\
+        python bench/experiments/kernel_tiles.py profile DIR > ncu.csv
+    python bench/experiments/kernel_tiles.py table DIR ncu.csv   (kernel times per case and tile)
+
+Cases: bench/kernels_check.py's ATTENTION_CASES, and Linear layers at the bench's shapes
+(LINEAR_CASES) whose weight and bias are inputs, so that the artifacts hold no weights (the
+kernel is the same: the weight is read K-major either way); the GPU host makes the seeded
+inputs. `_tf32` cases compile with precision="high" and run eager with TF32 allowed (cuBLAS's
+TF32 GEMM). The tile a build uses is forced by replacing the cost model's choice
+(braze.kernels.attention.choose_tile, generate_kernels' choose_tile) for the compile;
+everything else is braze.compile as a user runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import kernels_check  # noqa: E402
+
+TILES_16 = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3),
+            (64, 128, 4, 3), (128, 32, 4, 3), (64, 32, 4, 4)]
+TILES_32 = [(64, 64, 4, 2), (64, 32, 4, 2), (128, 64, 8, 2), (128, 32, 8, 2), (64, 64, 4, 3), (128, 64, 4, 2),
+            (64, 32, 4, 3)]
+GEMM_16 = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4),
+           (64, 128, 64, 4, 4), (64, 64, 64, 4, 4), (64, 256, 64, 8, 3), (128, 64, 32, 4, 5)]
+GEMM_32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (64, 64, 32, 4, 3),
+           (128, 64, 32, 8, 3), (64, 64, 32, 4, 4), (128, 128, 32, 8, 2), (64, 32, 32, 4, 4)]
+
+LINEAR_CASES = {
+    # name: (dtype, M, K, N, activation, precision): y = act(x w^T + b)
+    "mlp_up_256x4096x1024_gelu_f32": ("float32", 256, 1024, 4096, "gelu", None),
+    "mlp_down_256x1024x4096_f32": ("float32", 256, 4096, 1024, None, None),
+    "qkv_1024x2304x768_f32": ("float32", 1024, 768, 2304, None, None),
+    "proj_1024x768x768_f32": ("float32", 1024, 768, 768, None, None),
+    "ffn_up_1024x3072x768_gelu_f32": ("float32", 1024, 768, 3072, "gelu", None),
+    "ffn_down_1024x768x3072_f32": ("float32", 1024, 3072, 768, None, None),
+    "gemm_4096x4096x1024_tf32": ("float32", 4096, 1024, 4096, None, "high"),
+    "ffn_up_1024x3072x768_gelu_tf32": ("float32", 1024, 768, 3072, "gelu", "high"),
+    "mlp_up_256x4096x1024_gelu_bf16": ("bfloat16", 256, 1024, 4096, "gelu", None),
+    "mlp_down_256x1024x4096_bf16": ("bfloat16", 256, 4096, 1024, None, None),
+    "proj_1024x768x768_bf16": ("bfloat16", 1024, 768, 768, None, None),
+    "ffn_up_1024x3072x768_gelu_bf16": ("bfloat16", 1024, 768, 3072, "gelu", None),
+    "ffn_down_1024x768x3072_bf16": ("bfloat16", 1024, 3072, 768, None, None),
+    "gemm_4096x4096x1024_bf16": ("bfloat16", 4096, 1024, 4096, None, None),
+}
+
+
+def _tiles(name: str) -> list[tuple]:
+    if name in LINEAR_CASES:
+        return GEMM_32 if LINEAR_CASES[name][0] == "float32" else GEMM_16
+    return TILES_32 if kernels_check.ATTENTION_CASES[name][0] == "float32" else TILES_16
+
+
+def _linear_model(name: str):
+    import torch
+
+    dtype, m, k, n, act, _ = LINEAR_CASES[name]
+
+    class Linear(torch.nn.Module):
+        def forward(self, x, w, b):
+            y = torch.nn.functional.linear(x, w, b)
+            return torch.nn.functional.gelu(y) if act == "gelu" else y
+
+    gen = torch.Generator().manual_seed(sum(map(ord, name)))
+    args = (torch.randn(m, k, generator=gen), torch.randn(n, k, generator=gen) / k ** 0.5,
+            torch.randn(n, generator=gen))
+    return Linear().eval(), tuple(a.to(getattr(torch, dtype)) for a in args)
+
+
+def _model(name: str):
+    return _linear_model(name) if name in LINEAR_CASES else kernels_check._attention_model(name)
+
+
+def _tf32(name: str) -> bool:
+    return name in LINEAR_CASES and LINEAR_CASES[name][5] == "high"
+
+
+ALL = list(LINEAR_CASES) + list(kernels_check.ATTENTION_CASES)
+
+
+def _tag(tile) -> str:
+    return "x".join(map(str, tile))
+
+
+def build(folder: Path, only: list[str]) -> int:
+    import braze
+    from braze.kernels import attention
+    from braze.kernels import build as kbuild
+    from braze.passes.gpu import generate_kernels
+
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    chosen = {}
+    real_build = kbuild.build
+
+    def recording_build(spec, arch="sm_90"):
+        built = real_build(spec, arch)
+        chosen["name"] = built.name
+        return built
+
+    kbuild.build = recording_build
+    for name in ALL:
+        if only and name not in only:
+            continue
+        model, args = _model(name)
+        for tile in _tiles(name):
+            attention.choose_tile = generate_kernels.choose_tile = lambda spec, sms, tile=tile: tile
+            compiled = braze.compile(model, *args, device="cuda", target="sm_90", cache=False,
+                                     precision="high" if _tf32(name) else None)
+            if len(compiled.report.kernels) != 1 or not compiled.report.kernels[0]["generated"]:
+                raise SystemExit(f"{name}: expected one generated kernel, got {compiled.report.kernels}")
+            file = f"{name}.{_tag(tile)}.braze"
+            compiled.save(folder / file, overwrite=True)
+            manifest[file] = {"case": name, "tile": list(tile), "kernel": chosen["name"]}
+            print(f"{file}: {chosen['name']}", flush=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return 0
+
+
+def _cases(folder: Path):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    by_case: dict = {}
+    for file, entry in manifest.items():
+        by_case.setdefault(entry["case"], []).append((file, entry))
+    return manifest, by_case
+
+
+def run(folder: Path) -> int:
+    import torch
+
+    import braze
+
+    _, by_case = _cases(folder)
+    for name, entries in by_case.items():
+        model, made = _model(name)
+        args = tuple(a.cuda() for a in made)
+        with torch.no_grad():
+            first = [a[:1] for a in args] if name not in LINEAR_CASES else [args[0][:1], *args[1:]]
+            ref = model(*(a.double() for a in first)).cpu()
+            torch.backends.cuda.matmul.allow_tf32 = _tf32(name)
+            eager = kernels_check._time(lambda: model(*args), 200)
+            eager_err = (model(*args)[:1].double().cpu() - ref).abs().max().item()
+            torch.backends.cuda.matmul.allow_tf32 = False
+        rows = []
+        for file, entry in entries:
+            mod = braze.load(folder / file, device="cuda")
+            err = (mod(*args)[:1].double().cpu() - ref).abs().max().item()
+            rows.append((kernels_check._time(lambda: mod(*args), 200), entry["tile"], err))
+        rows.sort()
+        print(f"{name}: eager {eager:.1f} us ({eager_err:.1e}); "
+              + "; ".join(f"{_tag(t)} {us:.1f} ({err:.1e})" for us, t, err in rows), flush=True)
+    return 0
+
+
+def profile(folder: Path) -> int:
+    import torch
+
+    import braze
+
+    _, by_case = _cases(folder)
+    with torch.no_grad():
+        for name, entries in by_case.items():
+            model, made = _model(name)
+            args = tuple(a.cuda() for a in made)
+            fns = [braze.load(folder / file, device="cuda") for file, _ in entries] + [model]
+            torch.backends.cuda.matmul.allow_tf32 = _tf32(name)
+            for fn in fns:
+                fn(*args)
+                torch.cuda.synchronize()
+                for _ in range(3):
+                    fn(*args)
+                torch.cuda.synchronize()
+            torch.backends.cuda.matmul.allow_tf32 = False
+    return 0
+
+
+def table(folder: Path, csv_path: Path) -> int:
+    """Median kernel time per braze kernel (named by case and tile) and, per case, torch's
+    kernels launched after it (SDPA's, summed per call)."""
+    manifest, by_case = _cases(folder)
+    names = {e["kernel"]: (e["case"], _tag(e["tile"])) for e in manifest.values()}
+    with open(csv_path, newline="") as f:
+        lines = [line for line in f if line.startswith('"')]
+    launches = []
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "nsecond")
+        us = value / 1000 if unit.startswith("n") else value * 1000 if unit.startswith("m") else value
+        launches.append((row["Kernel Name"].split("(")[0], us))
+    ours: dict = {}
+    theirs: dict = {}
+    case = None
+    for kernel, us in launches:
+        if kernel in names:
+            case, tag = names[kernel]
+            ours.setdefault((case, tag), []).append(us)
+        elif case is not None:
+            theirs.setdefault(case, []).append((kernel, us))
+    for name in by_case:
+        torch_us = theirs.get(name, [])
+        per_call = sum(us for _, us in torch_us) / 4 if torch_us else float("nan")  # 1 warm-up + 3 calls
+        kinds: dict = {}
+        for k, us in torch_us:
+            kinds[k[:60]] = kinds.get(k[:60], 0.0) + us / 4
+        best = sorted((statistics.median(v), tag) for (c, tag), v in ours.items() if c == name)
+        print(f"{name}: torch {per_call:.2f} us per call ({'; '.join(f'{k} {us:.2f}' for k, us in kinds.items())})")
+        for us, tag in best:
+            print(f"    {tag:14s} {us:8.2f} us  {per_call / us:5.2f}x torch's")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("cmd", choices=("build", "run", "profile", "table"))
+    p.add_argument("dir", type=Path)
+    p.add_argument("csv", nargs="?", type=Path)
+    p.add_argument("--only", default="")
+    args = p.parse_args(argv)
+    if args.cmd == "table":
+        return table(args.dir, args.csv)
+    if args.cmd == "build":
+        return build(args.dir, [s for s in args.only.split(",") if s])
+    return {"run": run, "profile": profile}[args.cmd](args.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
