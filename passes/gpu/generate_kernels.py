@@ -198,11 +198,11 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     cur = mm.results[0]
     names = {cur: "acc"}
     while True:
-        step = _absorb(cur, names, args, inputs, ops_text, batched, widened)
-        if step is None:
+        steps = _absorb(cur, names, args, inputs, ops_text, batched, widened, n=n)
+        if steps is None:
             break
-        chain.append(step)
-        cur = step.results[0]
+        chain.extend(steps)
+        cur = steps[-1].results[0]
     spec = GemmSpec(m=m, n=n, k=k, a=ta, b=tb, b_layout="nk" if b_t else "kn", out=_element(cur),
                     inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur], batch=batch,
                     precision=precision)
@@ -277,11 +277,11 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     widened: list = []
     cur = op.results[0]
     while True:
-        step = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
-        if step is None:
+        steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
+        if steps is None:
             break
-        chain.append(step)
-        cur = step.results[0]
+        chain.extend(steps)
+        cur = steps[-1].results[0]
     spec = GemmSpec(m=n * oh * ow, n=f, k=c * kh * kw, a=ta, b=ta, b_layout="nk", out=_element(cur),
                     inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
                     precision=fp32 if ta == "f32" else "",
@@ -342,6 +342,69 @@ def _broadcast_source(g: ir.Operation) -> tuple[ir.Value, list[int]] | None:
     return source, strides
 
 
+def _single_user(v: ir.Value) -> ir.Operation | None:
+    users = {op_id(u.owner): u.owner for u in v.uses}
+    return next(iter(users.values())) if len(users) == 1 else None
+
+
+def _last_dim_kept(o: ir.Operation, rank: int) -> list[int] | None:
+    """The permutation of a linalg.transpose of `rank` dimensions that keeps the last in place."""
+    if o is None or o.name != "linalg.transpose":
+        return None
+    perm = list(ir.DenseI64ArrayAttr(o.attributes["permutation"]))
+    return perm if len(perm) == rank and perm[-1] == rank - 1 else None
+
+
+def _is_head_split(o: ir.Operation) -> bool:
+    return str(o.attributes["reassociation"]).replace(" ", "") == "[[0,1],[2],[3]]"
+
+
+def _head_view(x: ir.Value):
+    """How an attention operand [B*H, R, W] sits in memory when it is a transpose's copy:
+    (source, heads or None, (per b, per h, per row) strides, ops) for collapse(transpose(src))
+    of [B, H, R, W] (heads H) or transpose(src) of 3 dimensions (strides per batch index, heads
+    None: (per index, 0, per row)); None when it is read as it is."""
+    o = _owner(x)
+    if o is not None and o.name == "tensor.collapse_shape" and _is_head_split(o) and _single_user(x) is not None:
+        t4 = o.operands[0]
+        p = _owner(t4)
+        perm = _last_dim_kept(p, 4)
+        if perm is None or _single_user(t4) is None:
+            return None
+        src = p.operands[0]
+        st = _contiguous_strides(list(ir.RankedTensorType(src.type).shape))
+        heads = ir.RankedTensorType(t4.type).shape[1]
+        return src, heads, (st[perm[0]], st[perm[1]], st[perm[2]]), [o, p]
+    perm = _last_dim_kept(o, 3)
+    if perm is not None and _single_user(x) is not None:
+        src = o.operands[0]
+        st = _contiguous_strides(list(ir.RankedTensorType(src.type).shape))
+        return src, None, (st[perm[0]], 0, st[perm[1]]), [o]
+    return None
+
+
+def _result_view(r: ir.Value):
+    """(value, heads or None, strides, ops) when the attention's result [B*H, L, EV] is only
+    copied by a transpose (after an expand to [B, H, L, EV]): the kernel stores straight into
+    the transposed layout; None when it is stored as it is."""
+    u = _single_user(r)
+    if u is not None and u.name == "tensor.expand_shape" and _is_head_split(u):
+        t = _single_user(u.results[0])
+        perm = _last_dim_kept(t, 4)
+        if perm is None:
+            return None
+        st = _contiguous_strides(list(ir.RankedTensorType(t.results[0].type).shape))
+        where = [perm.index(d) for d in range(4)]
+        heads = ir.RankedTensorType(u.results[0].type).shape[1]
+        return t.results[0], heads, (st[where[0]], st[where[1]], st[where[2]]), [u, t]
+    perm = _last_dim_kept(u, 3)
+    if perm is not None:
+        st = _contiguous_strides(list(ir.RankedTensorType(u.results[0].type).shape))
+        where = [perm.index(d) for d in range(3)]
+        return u.results[0], None, (st[where[0]], 0, st[where[1]]), [u]
+    return None
+
+
 def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan] | str:
     """The flash-attention spec and rewrite plan for torch-mlir's attention op, or why it keeps
     IREE's attention kernel. The mask is read where it comes from: a causal mask is not read
@@ -400,13 +463,41 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     if fill is not None and fill.name == "linalg.fill":
         ops.append(fill)
     ops.append(op)
+    # q, k, v and the result read and written where a transpose copies them from or to
+    views = [_head_view(x) for x in (q, k, v)] + [_result_view(op.results[0])]
+    heads = extra.get("heads", 1) if extra.get("mask") == "add" else None
+    for view in views:
+        if view is not None and view[1] is not None and heads is None:
+            heads = view[1]
+    heads = heads or 1
+    strides, result, last = [], op.results[0], op
+    for i, (x, view) in enumerate(zip((q, k, v, op.results[0]), views)):
+        rows, width = ((l, e), (s, e), (s, ev), (l, ev))[i]
+        if view is None or view[1] not in (None, heads):
+            strides.append((heads * rows * width, rows * width, width))
+            continue
+        src, _, (per_b, per_h, per_row), view_ops = view
+        if view[1] is None:  # strides per batch index: b*H + h
+            per_b, per_h = heads * per_b, per_b
+        strides.append((per_b, per_h, per_row))
+        if i < 3:
+            args[i] = src
+            ops[:0] = view_ops
+        else:
+            result, last = src, view_ops[-1]
+            ops.extend(view_ops)
+    if extra.get("mask") != "add":
+        extra["heads"] = heads
+    contiguous = all(st == (heads * r * w, r * w, w) for st, (r, w) in
+                     zip(strides, ((l, e), (s, e), (s, ev), (l, ev))))
     spec = AttentionSpec(batch=batch, l=l, s=s, e=e, ev=ev, dtype=dtype, out=_element(op.results[0]),
-                         scale=scale, precision=fp32 if dtype == "f32" else "", **extra)
+                         scale=scale, precision=fp32 if dtype == "f32" else "",
+                         strides=() if contiguous else tuple(strides), **extra)
     try:
         spec.check()
     except ValueError as err:
         return str(err)
-    return spec, _Plan(args, ops, op.results[0], op)
+    return spec, _Plan(args, ops, result, last)
 
 
 def _float_literal(v: ir.Value) -> float | None:
@@ -419,13 +510,40 @@ def _float_literal(v: ir.Value) -> float | None:
         return None
 
 
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _flat_access(map_text: str, rank: int) -> str | None:
+    """How a generic reads an operand when its iteration space is the [M, N] result reshaped
+    (its last dimension not N): only whole, in the same element order, or as a scalar."""
+    dims = _map_results(map_text)
+    if dims == [f"d{i}" for i in range(rank)]:
+        return "full"
+    return "scalar" if not dims else None
+
+
 def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list, batched: bool,
-            peeled: list, access_of=None):
-    """The generic after `cur` if it can join the epilogue (appending its body to ops_text), else None."""
+            peeled: list, access_of=None, n: int | None = None):
+    """The ops after `cur` that can join the epilogue (appending the generic's body to
+    ops_text): [generic], or [reshape, generic] where the generic reads a reshape of `cur`
+    (a matmul's [M, N] seen as [B, S, N] or flattened: row-major, the same element order, so
+    the kernel's linear store and loads stay right); else None."""
     users = {op_id(u.owner): u.owner for u in cur.uses}
     if len(users) != 1:
         return None
     g = next(iter(users.values()))
+    reshape = None
+    if g.name in RESHAPES and access_of is None and not batched and n is not None:
+        reshape = g
+        users = {op_id(u.owner): u.owner for u in reshape.results[0].uses}
+        if len(users) != 1:
+            return None
+        g = next(iter(users.values()))
+        names[reshape.results[0]] = names[cur]
+        cur = reshape.results[0]
+        shape = list(ir.RankedTensorType(cur.type).shape)
+        if len(shape) < 2 or shape[-1] != n:
+            access_of = _flat_access
     if g.name != "linalg.generic" or len(g.results) != 1:
         return None
     if is_extf(g):
@@ -537,7 +655,7 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         names[g.results[0]] = bound[yielded.arg_number]
     else:
         names[g.results[0]] = local[yielded]
-    return g
+    return [reshape, g] if reshape is not None else [g]
 
 
 TAKEN_ALONG = ("arith.constant", "tensor.empty", "tensor.collapse_shape", "tensor.expand_shape")

@@ -38,6 +38,13 @@ def _load(ptr: str, conds: list[str]) -> str:
     return f"tl.load({ptr}, mask={' & '.join(conds)}, other=0.0)" if conds else f"tl.load({ptr})"
 
 
+def _base(name: str, per_b: int, per_h: int, heads: int) -> str:
+    """The address of head `bh`'s first element in operand `name`."""
+    if heads == 1 or per_b == heads * per_h:
+        return f"{name}_ptr + bh * {per_h if heads > 1 else per_b}"
+    return f"{name}_ptr + (bh // {heads}) * {per_b} + (bh % {heads}) * {per_h}"
+
+
 def source(spec: AttentionSpec) -> str:
     """The Triton source of the spec's kernel (spec.tile set). Bounds are checked only where a
     tile can cross one (L, S not multiples of BM, BN; head sizes not powers of two)."""
@@ -54,10 +61,14 @@ def source(spec: AttentionSpec) -> str:
     key_cols = f"(cols[None, :] < {s})" if past else ""
     heads_e = f"(re[None, :] < {e})" if e != ep else ""
     heads_v = f"(rv[None, :] < {ev})" if ev != vp else ""
+    (qb, qh, qi), (kb, kh, ki), (vb, vh, vi), (ob, oh, oi) = spec.operand_strides()
+    base = {}
+    for name, sb, sh in (("q", qb, qh), ("k", kb, kh), ("v", vb, vh), ("o", ob, oh)):
+        base[name] = _base(name, sb, sh, spec.heads)
     setup = ""
     if spec.mask == "add":
         sb, sh, si, sj = spec.mask_strides
-        setup = f"    mask_base = mask_ptr + (bh // {spec.heads}) * {sb} + (bh % {spec.heads}) * {sh}\n"
+        setup = f"    mask_base = {_base('mask', sb, sh, spec.heads)}\n"
     # Causal: a program's keys end at its last row (past S only in the last row block, where the
     # loads are masked); when there are more queries than keys, every key may be seen.
     hi = "(pid_m + 1) * BM" if causal_stop else f"{s}"
@@ -77,9 +88,9 @@ def source(spec: AttentionSpec) -> str:
     else:  # the first key block always holds a visible key for every row
         body.append("m_use = m_new")
     extra = "".join(f"\n        {line}" for line in body)
-    q_load = _load(f"q_ptr + bh * {l * e} + rm[:, None] * {e} + re[None, :]", [rows, heads_e])
-    k_load = _load(f"k_ptr + bh * {s * e} + cols[:, None] * {e} + re[None, :]", [keys, heads_e])
-    v_load = _load(f"v_ptr + bh * {s * ev} + cols[:, None] * {ev} + rv[None, :]", [keys, heads_v])
+    q_load = _load(f"{base['q']} + rm[:, None] * {qi} + re[None, :]", [rows, heads_e])
+    k_load = _load(f"{base['k']} + cols[:, None] * {ki} + re[None, :]", [keys, heads_e])
+    v_load = _load(f"{base['v']} + cols[:, None] * {vi} + rv[None, :]", [keys, heads_v])
     store_mask = " & ".join(c for c in (rows, heads_v) if c)
     store_mask = f", mask={store_mask}" if store_mask else ""
     return f'''\
@@ -111,7 +122,7 @@ def {kernel_name(spec)}(q_ptr, k_ptr, v_ptr, {mask_param}o_ptr, BM: tl.constexpr
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None]{prec})
         m_i = m_new
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-    tl.store(o_ptr + bh * {l * ev} + rm[:, None] * {ev} + rv[None, :], out.to({TL_TYPES[spec.out]}){store_mask})
+    tl.store({base['o']} + rm[:, None] * {oi} + rv[None, :], out.to({TL_TYPES[spec.out]}){store_mask})
 '''
 
 

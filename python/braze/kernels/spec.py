@@ -155,9 +155,13 @@ class AttentionSpec:
     'add': an additive mask operand read at mask_strides."""
     mask_dtype: str = ""
     heads: int = 1
-    """The batch index is (b, h) with h = index % heads: the mask's strides are per b and per h."""
+    """The batch index is (b, h) with h = index % heads: strides are per b and per h."""
     mask_strides: tuple[int, ...] = ()
     """Element strides of the mask operand per (b, h, i, j); 0 where it is broadcast."""
+    strides: tuple[tuple[int, ...], ...] = ()
+    """Element strides per (b, h, row) of q, k, v and the result, whose last dimension is
+    contiguous: () for all four contiguous [batch, rows, E]; others read a [B, L, H, E] tensor
+    where it is (the heads split off a projection's result, without the transpose's copy)."""
     precision: str = ""
     """float32: 'tf32x3' (float32-accurate) or 'tf32'; '' for 16-bit."""
     tile: tuple[int, ...] = field(default=(), compare=False)
@@ -194,6 +198,16 @@ class AttentionSpec:
             raise ValueError(f"head sizes {self.e}, {self.ev}: the template holds at most 256")
         if self.tile and len(self.tile) != 4:
             raise ValueError(f"tile is (BM, BN, warps, stages), got {self.tile}")
+        if self.strides and (len(self.strides) != 4 or any(len(x) != 3 for x in self.strides)):
+            raise ValueError(f"strides are 4 triples (q, k, v, result) of (b, h, row), got {self.strides}")
+
+    def operand_strides(self) -> tuple[tuple[int, int, int], ...]:
+        """(per b, per h, per row) element strides of q, k, v and the result."""
+        if self.strides:
+            return self.strides
+        h = self.heads
+        return tuple((h * rows * width, rows * width, width)
+                     for rows, width in ((self.l, self.e), (self.s, self.e), (self.s, self.ev), (self.l, self.ev)))
 
     def key(self) -> str:
         text = self.to_json() + json.dumps(list(self.tile))
@@ -203,8 +217,9 @@ class AttentionSpec:
         how = f" as {self.precision}" if self.precision else ""
         mask = {"": "", "causal": ", causal", "add": ", additive mask"}[self.mask]
         tile = "x".join(map(str, self.tile[:2])) if self.tile else "?"
+        strided = ", strided" if self.strides else ""
         return (f"attention {self.batch}x{self.l}x{self.s} heads of {self.e}->{self.ev}, {self.dtype}{how}->{self.out}, "
-                f"scale {self.scale:.6g}{mask}, tile {tile}")
+                f"scale {self.scale:.6g}{mask}{strided}, tile {tile}")
 
 
 def read_spec(text: str) -> "GemmSpec | AttentionSpec":
@@ -215,6 +230,7 @@ def read_spec(text: str) -> "GemmSpec | AttentionSpec":
     if d.get("kind") == "attention":
         d["tile"] = tuple(d.get("tile", ()))
         d["mask_strides"] = tuple(d.get("mask_strides", ()))
+        d["strides"] = tuple(tuple(x) for x in d.get("strides", ()))
         spec = AttentionSpec(**d)
         spec.check()
         return spec
