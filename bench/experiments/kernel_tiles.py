@@ -94,7 +94,7 @@ def _tag(tile) -> str:
     return "x".join(map(str, tile))
 
 
-def build(folder: Path, only: list[str]) -> int:
+def build(folder: Path, only: list[str], tiles: list[tuple] | None = None) -> int:
     import braze
     from braze.kernels import attention
     from braze.kernels import build as kbuild
@@ -115,7 +115,7 @@ def build(folder: Path, only: list[str]) -> int:
         if only and name not in only:
             continue
         model, args = _model(name)
-        for tile in _tiles(name):
+        for tile in tiles or _tiles(name):
             attention.choose_tile = generate_kernels.choose_tile = lambda spec, sms, tile=tile: tile
             compiled = braze.compile(model, *args, device="cuda", target="sm_90", cache=False,
                                      precision="high" if _tf32(name) else None)
@@ -125,7 +125,10 @@ def build(folder: Path, only: list[str]) -> int:
             compiled.save(folder / file, overwrite=True)
             manifest[file] = {"case": name, "tile": list(tile), "kernel": chosen["name"]}
             print(f"{file}: {chosen['name']}", flush=True)
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    old = folder / "manifest.json"
+    if old.exists():  # a second build into the folder adds to it
+        manifest = {**json.loads(old.read_text()), **manifest}
+    old.write_text(json.dumps(manifest, indent=1))
     return 0
 
 
@@ -229,11 +232,13 @@ def main(argv=None) -> int:
     p.add_argument("dir", type=Path)
     p.add_argument("csv", nargs="?", type=Path)
     p.add_argument("--only", default="")
+    p.add_argument("--tiles", default="", help="build these tiles (BMxBNx...) instead of the candidates")
     args = p.parse_args(argv)
     if args.cmd == "table":
         return table(args.dir, args.csv)
     if args.cmd == "build":
-        return build(args.dir, [s for s in args.only.split(",") if s])
+        tiles = [tuple(int(x) for x in t.split("x")) for t in args.tiles.split(",") if t]
+        return build(args.dir, [s for s in args.only.split(",") if s], tiles or None)
     return {"run": run, "profile": profile}[args.cmd](args.dir)
 
 

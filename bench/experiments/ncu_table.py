@@ -1,29 +1,44 @@
-"""Kernel times from `ncu --csv --metrics gpu__time_duration.sum` output: median µs per kernel
-name (shortened), in the order first seen, so a braze kernel reads next to torch's.
+"""Kernel times per case from `ncu --csv --metrics gpu__time_duration.sum` output of
+`bench/kernels_check.py profile` (per case: braze's module, then eager, each 1 + 3 calls):
+a case starts where a braze_* kernel follows others; its braze kernels and the rest (torch's)
+are summed per call (over the 4 calls).
 
-    python bench/experiments/ncu_table.py ncu.csv
+    python bench/experiments/ncu_table.py ncu.csv [case names in profile order, comma-separated]
 """
 
 import csv
-import statistics
 import sys
-from collections import OrderedDict
 
 
-def main(path: str) -> None:
-    times: OrderedDict = OrderedDict()
+def segments(path: str):
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]
+    current, out = None, []
     for row in csv.DictReader(lines):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        unit, value = row.get("Metric Unit", "ns"), float(row["Metric Value"].replace(",", ""))
-        us = value / 1000 if unit == "nsecond" or unit == "ns" else value * (1000 if unit.startswith("m") else 1)
-        name = row["Kernel Name"].split("(")[0][:70]
-        times.setdefault(name, []).append(us)
-    for name, values in times.items():
-        print(f"{statistics.median(values):10.2f} us  x{len(values):<3d} {name}")
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "nsecond")
+        us = value / 1000 if unit.startswith("n") else value * 1000 if unit.startswith("m") else value
+        name = row["Kernel Name"].split("(")[0]
+        ours = name.startswith("braze_")
+        if ours and (current is None or current["torch"]):
+            current = {"braze": {}, "torch": {}}
+            out.append(current)
+        if current is None:
+            continue
+        side = current["braze" if ours else "torch"]
+        side[name] = side.get(name, 0.0) + us / 4
+    return out
+
+
+def main(path: str, names: list[str]) -> None:
+    for i, seg in enumerate(segments(path)):
+        ours, theirs = sum(seg["braze"].values()), sum(seg["torch"].values())
+        label = names[i] if i < len(names) else f"case {i}"
+        kinds = "; ".join(f"{k[:60]} {v:.2f}" for k, v in seg["torch"].items())
+        print(f"{label:32s} braze {ours:8.2f} us  torch {theirs:8.2f} us  torch/braze {theirs / ours:5.2f}  ({kinds})")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2].split(",") if len(sys.argv) > 2 else [])
