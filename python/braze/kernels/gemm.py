@@ -216,6 +216,18 @@ def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
 
 # -- the cost model --------------------------------------------------------------------------
 
+CONV_TILES = (
+    # (BM, BN, BK, warps, stages, relative efficiency of a full tile)
+    (128, 256, 64, 8, 3, 1.00),
+    (128, 128, 64, 8, 4, 0.92),
+    (128, 64, 64, 4, 4, 0.78),
+    (64, 128, 64, 4, 4, 0.74),
+    (64, 64, 64, 4, 4, 0.55),
+)
+"""Tiles for implicit-GEMM convolutions, whose A tile is gathered (no wide vector loads): the
+first cost model's (waves of programs over the SMs, each as long as its tile over a predicted
+efficiency), with which ResNet-18 ran in 1.215 ms; the Linear-measured tiles below made its
+strided 3x3 convolutions 2x slower (bench/NOTES.md §18)."""
 TILE_16_LARGE = (128, 256, 64, 8, 3)
 TILE_16 = (64, 64, 64, 4, 4)
 TILES_TF32X3 = (
@@ -230,7 +242,8 @@ TILE_TF32 = (128, 64, 32, 4, 3)
 times of 8 tiles a shape at the bench's Linear shapes, bench/experiments/kernel_tiles.py).
 16-bit: 128x256 where its grid fills two waves (a 4096x4096 GEMM: 57 µs against 96 for
 64x64), else 64x64 (best or within 2% at every bench shape: more programs beat bigger tiles
-when there are fewer than 2 waves of big ones). float32 as 3xTF32 is compute-bound: waves of
+when there are fewer than 2 waves of big ones), 64x32 where 64x64 leaves SMs idle, and 128-deep
+K steps for K >= 2048 (256x1024x4096: 16.0 µs against 19.6; 1024x768x3072: 15.7 against 16.1). float32 as 3xTF32 is compute-bound: waves of
 programs over the SMs, each as long as its tile over its efficiency (the efficiencies fitted to
 the measurement, which they reproduce at all 6 shapes). TF32: 128x128 where it fills 4 waves."""
 
@@ -239,8 +252,24 @@ def _programs(spec: GemmSpec, bm: int, bn: int) -> int:
     return -(-spec.m // bm) * -(-spec.n // bn) * max(spec.batch, 1)
 
 
+def _conv_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
+    best, best_cost = None, math.inf
+    for bm, bn, bk, warps, stages, eff in CONV_TILES:
+        if spec.a == "f32" and bn > 128:
+            continue
+        cost = -(-_programs(spec, bm, bn) // sms) * bm * bn / eff
+        if cost < best_cost:
+            best, best_cost = (bm, bn, bk, warps, stages), cost
+    bm, bn, bk, warps, stages = best
+    if spec.a == "f32":  # 32-bit operands take twice the shared memory per stage
+        bk, stages = 32, 3
+    return bm, bn, min(bk, max(16, 1 << (spec.k - 1).bit_length())), warps, stages
+
+
 def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
     """The tile for a spec on a GPU of `sms` SMs (see TILES_TF32X3's note for the evidence)."""
+    if spec.conv:
+        return _conv_tile(spec, sms)
     if spec.precision == "tf32x3":
         best, best_cost = None, math.inf
         for bm, bn, bk, warps, stages, eff in TILES_TF32X3:
@@ -250,8 +279,11 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
         tile = best
     elif spec.precision == "tf32":
         tile = TILE_TF32_LARGE if _programs(spec, 128, 128) >= 4 * sms else TILE_TF32
-    else:
-        tile = TILE_16_LARGE if _programs(spec, 128, 256) >= 2 * sms else TILE_16
+    elif _programs(spec, 128, 256) >= 2 * sms:
+        tile = TILE_16_LARGE
+    else:  # more programs where 64x64 would leave SMs idle; longer K steps for long K loops
+        bn = 32 if _programs(spec, 64, 64) < sms else 64
+        tile = (64, bn, 128, 4, 3) if spec.k >= 2048 else (64, bn, 64, 4, 4)
     bm, bn, bk, warps, stages = tile
     bk = min(bk, max(16, 1 << (spec.k - 1).bit_length()))  # no K tile longer than K itself
     return bm, bn, bk, warps, stages
