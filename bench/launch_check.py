@@ -41,6 +41,7 @@ def _chain_model():
 WORKLOAD_SETS = {
     "tiny": [],
     "layers": ["transformer_encoder_bf16", "bert_layer_bf16"],
+    "layers_fp32": ["transformer_encoder", "bert_layer", "resnet18"],
 }
 
 

@@ -46,6 +46,7 @@ from .options import cuda_target
 from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 SKIPPED_ATTR = "braze.kernel_skipped"
+EPILOGUE_END_ATTR = "braze.kernel_epilogue_end"
 GENERATED = ("bf16", "f16")
 ATTENTION = "tm_tensor.attention"
 CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", ATTENTION)
@@ -109,6 +110,7 @@ class _Plan:
     ops: list             # the ops the kernel replaces, in block order (matmul first among its chain)
     result: ir.Value      # the value the call replaces
     last: ir.Operation    # the op the call goes before
+    epilogue_end: str = ""  # why the epilogue stops where it does (for the report)
 
 
 def _owner(v: ir.Value):
@@ -199,7 +201,8 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     names = {cur: "acc"}
     while True:
         steps = _absorb(cur, names, args, inputs, ops_text, batched, widened, n=n)
-        if steps is None:
+        if isinstance(steps, str):
+            ended = steps
             break
         chain.extend(steps)
         cur = steps[-1].results[0]
@@ -207,7 +210,7 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
                     inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur], batch=batch,
                     precision=precision)
     ops = a_ops + b_ops + widened + chain
-    return spec, _Plan(args, ops, cur, chain[-1])
+    return spec, _Plan(args, ops, cur, chain[-1], ended)
 
 
 def _map_results(map_text: str) -> list[str]:
@@ -278,7 +281,8 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     cur = op.results[0]
     while True:
         steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
-        if steps is None:
+        if isinstance(steps, str):
+            ended = steps
             break
         chain.extend(steps)
         cur = steps[-1].results[0]
@@ -286,7 +290,7 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
                     inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
                     precision=fp32 if ta == "f32" else "",
                     conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
-    return spec, _Plan(args, peeled + widened + chain, cur, chain[-1])
+    return spec, _Plan(args, peeled + widened + chain, cur, chain[-1], ended)
 
 
 def _contiguous_strides(shape: list[int]) -> list[int]:
@@ -527,17 +531,17 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     """The ops after `cur` that can join the epilogue (appending the generic's body to
     ops_text): [generic], or [reshape, generic] where the generic reads a reshape of `cur`
     (a matmul's [M, N] seen as [B, S, N] or flattened: row-major, the same element order, so
-    the kernel's linear store and loads stay right); else None."""
+    the kernel's linear store and loads stay right); else why the epilogue ends there."""
     users = {op_id(u.owner): u.owner for u in cur.uses}
     if len(users) != 1:
-        return None
+        return "its result has more than one reader"
     g = next(iter(users.values()))
     reshape = None
     if g.name in RESHAPES and access_of is None and not batched and n is not None:
         reshape = g
         users = {op_id(u.owner): u.owner for u in reshape.results[0].uses}
         if len(users) != 1:
-            return None
+            return "the reshape of its result has more than one reader"
         g = next(iter(users.values()))
         names[reshape.results[0]] = names[cur]
         cur = reshape.results[0]
@@ -545,24 +549,25 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         if len(shape) < 2 or shape[-1] != n:
             access_of = _flat_access
     if g.name != "linalg.generic" or len(g.results) != 1:
-        return None
+        return ("the result is the function's output" if g.name == "func.return"
+                else "the next op is {} (not an elementwise generic)".format(g.name))
     if is_extf(g):
-        return None  # a widening cast stays with its reader (the next matmul reads 16-bit)
+        return "the next op widens to float32 (a cast stays with its reader)"
     iters = str(g.attributes["iterator_types"])
     if "reduction" in iters:
-        return None
+        return "the next op is a reduction"
     rank = ir.RankedTensorType(cur.type).rank
     out_type = ir.RankedTensorType(g.results[0].type)
     if out_type.rank != rank or list(out_type.shape) != list(ir.RankedTensorType(cur.type).shape):
-        return None
+        return "the next op changes the shape"
     access_of = access_of or _access
     maps = [str(m) for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
     n_in = len(g.operands) - 1
     if access_of(maps[-1], rank) != "full":
-        return None
+        return "the next op writes a different layout"
     body = g.regions[0].blocks[0]
     if len(list(body.arguments[n_in].uses)):
-        return None  # reads its output tensor
+        return "the next op reads its output tensor"
     local: dict = {}
     pending_inputs = []
     for i in range(n_in):
@@ -570,7 +575,7 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         access = access_of(maps[i], rank)
         if v == cur:
             if access != "full":
-                return None
+                return "the next op reads the result other than element by element"
             local[body.arguments[i]] = names[cur]
             continue
         o = _owner(v)
@@ -579,13 +584,13 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
                 list(ir.RankedTensorType(o.operands[0].type).shape) == list(ir.RankedTensorType(v.type).shape):
             widened, v = o, o.operands[0]  # read the 16-bit tensor; the kernel widens it as it loads
         if access is None or _element(v) not in ("f32", "bf16", "f16"):
-            return None
+            return "the next op reads a {} operand or in a layout the template does not read".format(_element(v))
         if access != "scalar" and batched and access != "full":
-            return None  # a per-batch vector: not a layout the template reads yet
+            return "the next op reads a per-batch vector"
         pending_inputs.append((i, v, access, widened))
     for v in captured_values(g):
         if _float_literal(v) is None:
-            return None
+            return "the next op captures a value that is not a float constant"
     lines = []
     counter = len(ops_text)
     for o in body.operations:
@@ -597,11 +602,11 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         if o.name == "arith.constant":
             lit = _float_literal(o.results[0])
             if lit is None:
-                return None
+                return "the next op holds a non-float constant"
             local[o.results[0]] = lit
             continue
         if dialect_op not in EPILOGUE_OPS or not o.name.startswith(("arith.", "math.")) or len(o.results) != 1:
-            return None
+            return "the next op holds {} (not an epilogue op)".format(o.name)
         operands = []
         for v in o.operands:
             if v in local:
@@ -612,23 +617,23 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
                 idx = v.arg_number
                 operands.append(("input", idx))
             else:
-                return None
+                return "the next op reads a value from outside it"
         extra = None
         if o.name == "arith.cmpf":
             extra = ir.IntegerAttr(o.attributes["predicate"]).value
         ty = str(o.results[0].type)
         if ty not in ("f32", "bf16", "f16", "i1"):
-            return None
+            return "the next op computes in {}".format(ty)
         if ty == "i1" and o.name != "arith.cmpf":
-            return None
+            return "the next op has an integer result"
         dst = f"%{counter}"
         counter += 1
         lines.append([dst, dialect_op, operands, ty if ty != "i1" else "i1", extra])
         local[o.results[0]] = dst
     else:
-        return None
+        return "the next op has no yield"
     if yielded not in local and not (isinstance(yielded, ir.BlockArgument)):
-        return None
+        return "the next op yields a value from outside it"
     # Commit: bind the inputs this generic reads, then its ops.
     bound = {}
     for i, v, access, widened in pending_inputs:
@@ -691,6 +696,8 @@ def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec,
         f"  %0 = tensor.empty() : {result_type}\n  return %0 : {result_type}\n}}"
     )
     new = scratch.body.operations[0].operation
+    if plan.epilogue_end:
+        new.attributes[EPILOGUE_END_ATTR] = ir.StringAttr.get(plan.epilogue_end)
     block = new.regions[0].blocks[0]
     dummy, ret = [o.operation for o in block.operations]
     mapping = {v: block.arguments[i] for i, v in enumerate(plan.args)}
@@ -727,9 +734,11 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
         if ATTR in f.attributes:
             spec = read_spec(ir.StringAttr(f.attributes[ATTR]).value)
             mm = next(iter(all_ops(f, CONTRACTIONS)), None)
-            found.append({"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
-                          "generated": True,
-                          "location": short_location(str(mm.location)) if mm is not None else ""})
+            entry = {"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
+                     "generated": True, "location": short_location(str(mm.location)) if mm is not None else ""}
+            if EPILOGUE_END_ATTR in f.attributes:
+                entry["epilogue_end"] = ir.StringAttr(f.attributes[EPILOGUE_END_ATTR]).value
+            found.append(entry)
     for mm in all_ops(module, CONTRACTIONS):
         if SKIPPED_ATTR in mm.attributes:
             found.append({"function": "", "kernel": f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}",

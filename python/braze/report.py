@@ -30,8 +30,9 @@ class Report:
     kernel_configs: list[dict] = field(default_factory=list)
     """GPU kernel configurations braze chose: op, shape, configuration (fusion-configure-kernels)."""
     kernels: list[dict] = field(default_factory=list)
-    """CUDA: matmuls given a generated kernel (fusion-generate-kernels: what each computes, its
-    tile) and those left to IREE's code generator, with why."""
+    """CUDA: contractions (matmuls, convolutions, attention) given a generated kernel
+    (fusion-generate-kernels: what each computes, its tile, and why its epilogue ends where it
+    does: 'epilogue_end') and those left to IREE's code generator, with why ('reason')."""
     launch_plan: str = ""
     """CUDA: what braze's launcher runs (kernels, fills and copies), or 'none: why'."""
     decisions: list[str] = field(default_factory=list)
@@ -76,7 +77,7 @@ class Report:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
         if self.kernels:
             made = sum(k["generated"] for k in self.kernels)
-            rows.append(("generated kernels", f"{made} of {len(self.kernels)} matmuls"))
+            rows.append(("generated kernels", f"{made} of {len(self.kernels)} contractions"))
         width = max(len(k) for k, _ in rows)
         lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
         text = "\n".join(lines)
@@ -85,10 +86,12 @@ class Report:
             for k in self.kernel_configs:
                 text += f"\n  {k['op']:16s} {k['shape']:36s} {k['config']}"
         if self.kernels:
-            text += "\n\nmatmuls (fusion-generate-kernels):"
+            text += "\n\ncontractions (fusion-generate-kernels):"
             for k in self.kernels:
                 what = f"@{k['function']}: {k['kernel']}" if k["generated"] else f"IREE: {k['kernel']} ({k['reason']})"
                 text += f"\n  {what}  {k['location']}"
+                if k.get("epilogue_end"):
+                    text += f"\n    epilogue ends: {k['epilogue_end']}"
         if self.fusion_text:
             text += "\n\n" + self.fusion_text.rstrip()
         return text

@@ -164,7 +164,10 @@ def test_sm90_artifact_holds_wgmma_kernels(tmp_path):
     assert "erf" in made[0]["kernel"]
     assert compiled.report.dispatch_count == 2  # each Linear with its bias and activation
     assert compiled.report.launch_plan.startswith("2 kernels")
-    assert "generated kernels          2 of 2 matmuls" in compiled.report.table()
+    table = compiled.report.table()
+    assert "generated kernels          2 of 2 contractions" in table
+    assert made[0]["epilogue_end"] == "the next op widens to float32 (a cast stays with its reader)", made
+    assert made[1]["epilogue_end"] == "the result is the function's output"
     path = compiled.save(tmp_path / "mlp.braze")
     with zipfile.ZipFile(path) as z:
         vmfb = z.read("module.vmfb")
