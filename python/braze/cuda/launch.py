@@ -5,7 +5,11 @@
 
 Per call: outputs and one transient buffer come from torch's caching allocator on the current
 stream of the input's device; every fill, copy and kernel of `main` is issued on that stream in
-IREE's order; the call returns at once. Results are torch tensors ordered after the call's work
+IREE's order; the call returns at once. A plan of GRAPH_MIN_STEPS steps or more is captured once
+into a CUDA graph over buffers the launcher owns, and each call copies its inputs in, replays
+the graph and copies the results out into fresh tensors (three launches instead of one a step:
+a launch costs ~5-7 µs of host time, which a layer of fast kernels otherwise waits on; bench/NOTES.md §20).
+Under the caller's own graph capture the steps are launched as they are (and captured). Results are torch tensors ordered after the call's work
 on that stream, as any torch op's, so they are usable at once there, under `torch.cuda.graph`
 capture too. Kernel parameters follow IREE's CUDA ABI: each binding as a device pointer (base +
 offset), then each 32-bit push constant (runtime/src/iree/hal/drivers/cuda).
@@ -23,6 +27,8 @@ from .plan import LaunchPlan
 
 ALIGNMENT = 64
 """Bytes IREE's kernels assume a binding's base is aligned to; other inputs are copied."""
+GRAPH_MIN_STEPS = 4
+"""Plans of this many steps (kernels, fills, copies) or more run as a replayed CUDA graph."""
 
 
 class _Dispatch:
@@ -48,7 +54,7 @@ class _Dispatch:
 
 class Launcher:
     def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
-                 copy_inputs: frozenset = frozenset()):
+                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None):
         import torch
 
         if not torch.cuda.is_available():
@@ -80,6 +86,9 @@ class Launcher:
         self._steps = [self._prepare(s) for s in plan.steps]
         # Parameter blocks are shared by calls: two threads calling at once take turns.
         self._lock = threading.Lock()
+        self.graphs = len(plan.steps) >= GRAPH_MIN_STEPS if graphs is None else graphs
+        self._graph = None  # captured on the first call that may use it
+        self._done = self._last_stream = None
         if plan.init_steps:  # constants IREE computes when the module loads
             with torch.cuda.device(device_index):
                 stream = torch.cuda.current_stream(device_index)
@@ -134,6 +143,10 @@ class Launcher:
             t = self._input(t, spec, name, i)
             keep.append(t)
             bases[i] = t.data_ptr()
+        if self.graphs and not torch.cuda.is_current_stream_capturing():
+            results = self._replay(keep)
+            if results is not None:
+                return results
         outputs = [torch.empty(spec.shape, dtype=dtype, device=self.device)
                    for spec, dtype in zip(self.output_specs, self._dtypes)]
         for i, t in enumerate(outputs):
@@ -157,6 +170,67 @@ class Launcher:
         # Dropping `keep` and `transient` here is safe: torch's caching allocator hands their
         # memory only to later work on this same stream, which runs after these kernels.
         del keep, transient
+        return results
+
+    # -- replayed as a CUDA graph ---------------------------------------------------------
+
+    def _capture(self) -> None:
+        """Capture the plan over buffers of the launcher's own: static inputs, outputs (every
+        result copied into one, in the graph) and transient buffer."""
+        torch = self.torch
+        specs = list(zip(self.input_specs, [getattr(torch, s.dtype) for s in self.input_specs]))
+        self._static_in = [torch.empty(spec.shape, dtype=dtype, device=self.device) for spec, dtype in specs]
+        self._static_out = [torch.empty(spec.shape, dtype=dtype, device=self.device)
+                            for spec, dtype in zip(self.output_specs, self._dtypes)]
+        bases = list(self._bases)
+        for i, t in enumerate(self._static_in):
+            bases[i] = t.data_ptr()
+        for i, t in enumerate(self._static_out):
+            bases[self._first_output + i] = t.data_ptr()
+        self._static_transient = None
+        if self.plan.transient_bytes:
+            self._static_transient = torch.empty(self.plan.transient_bytes, dtype=torch.uint8, device=self.device)
+            bases[self._transient_slot] = self._static_transient.data_ptr()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.device(self.index), torch.cuda.graph(graph):
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+            self._run(self._steps, bases, stream)
+            for out, t in zip(self.plan.outputs, self._static_out):
+                if not (out.buffer.kind == "output" and out.offset == 0):
+                    source = bases[self._slot(out.buffer)] + out.offset
+                    check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
+                          "cuMemcpyDtoDAsync")
+        self._graph = graph
+        self._done = torch.cuda.Event()
+
+    def _replay(self, inputs: list) -> list | None:
+        """One call as copies in, the graph's replay, copies out, on the current stream; None
+        (and the plain launches from then on) where the plan cannot be captured."""
+        torch = self.torch
+        lib = self.driver.lib
+        with self._lock:
+            if self._graph is None:
+                try:
+                    self._capture()
+                except Exception:  # noqa: BLE001 - a plan the driver cannot capture runs as launches
+                    self.graphs = False
+                    self._graph = None
+                    return None
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+            current = torch.cuda.current_stream(self.index)
+            if self._last_stream is not None and self._last_stream != stream:
+                current.wait_event(self._done)  # the last call, on another stream, has read the static buffers
+            for t, static in zip(inputs, self._static_in):
+                check(lib.cuMemcpyDtoDAsync_v2(static.data_ptr(), t.data_ptr(), static.nbytes, stream),
+                      "cuMemcpyDtoDAsync")
+            self._graph.replay()
+            results = [torch.empty(spec.shape, dtype=dtype, device=self.device)
+                       for spec, dtype in zip(self.output_specs, self._dtypes)]
+            for t, static in zip(results, self._static_out):
+                check(lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), static.data_ptr(), static.nbytes, stream),
+                      "cuMemcpyDtoDAsync")
+            self._done.record(current)
+            self._last_stream = stream
         return results
 
     def _input(self, t, spec, name: str, slot: int):
