@@ -20,14 +20,15 @@ everything else is braze.compile as a user runs it.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernels_check  # noqa: E402
+import ncu_table  # noqa: E402
 
 TILES_16 = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3),
             (64, 128, 4, 3), (128, 32, 4, 3), (64, 32, 4, 4)]
@@ -194,20 +195,10 @@ def table(folder: Path, csv_path: Path) -> int:
     kernels launched after it (SDPA's, summed per call)."""
     manifest, by_case = _cases(folder)
     names = {e["kernel"]: (e["case"], _tag(e["tile"])) for e in manifest.values()}
-    with open(csv_path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]
-    launches = []
-    for row in csv.DictReader(lines):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "nsecond")
-        us = value / 1000 if unit.startswith("n") else value * 1000 if unit.startswith("m") else value
-        launches.append((row["Kernel Name"].split("(")[0], us))
     ours: dict = {}
     theirs: dict = {}
     case = None
-    for kernel, us in launches:
+    for kernel, us in ncu_table.launches(str(csv_path)):
         if kernel in names:
             case, tag = names[kernel]
             ours.setdefault((case, tag), []).append(us)

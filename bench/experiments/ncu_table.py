@@ -10,17 +10,24 @@ import csv
 import sys
 
 
-def segments(path: str):
+def launches(path: str) -> list[tuple[str, float]]:
+    """(kernel name, µs) of each launch ncu timed, in launch order."""
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]
-    current, out = None, []
+    found = []
     for row in csv.DictReader(lines):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
         value = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "nsecond")
         us = value / 1000 if unit.startswith("n") else value * 1000 if unit.startswith("m") else value
-        name = row["Kernel Name"].split("(")[0]
+        found.append((row["Kernel Name"].split("(")[0], us))
+    return found
+
+
+def segments(path: str):
+    current, out = None, []
+    for name, us in launches(path):
         ours = name.startswith("braze_")
         if ours and (current is None or current["torch"]):
             current = {"braze": {}, "torch": {}}

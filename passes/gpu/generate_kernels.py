@@ -91,6 +91,11 @@ class GenerateKernelsPass(ModulePass):
                     mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(found)
                     continue
                 spec, plan = found
+                try:
+                    spec.check()
+                except ValueError as e:  # a computation the templates cannot take (a grid too large)
+                    mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(str(e))
+                    continue
                 closure = _closure(plan)
                 if isinstance(closure, str):
                     mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(closure)

@@ -461,3 +461,12 @@ def test_attention_reads_and_writes_through_transposes(form, tmp_path):
     got = _run_interpreted(interpreted, args, tmp_path)
     want = model(*(a.double() for a in args))
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+
+def test_heads_past_the_grid_limit_keep_irees_path():
+    """More heads than a CUDA grid's second dimension holds: the attention keeps IREE's
+    kernel, and the report says why (a launch of a too-large grid would fail on the GPU)."""
+    q = torch.randn(70000, 1, 4, 16)
+    lowered = lower(_PlainAttention().eval(), q, q, q, device="cuda", target="sm_90")
+    (entry,) = lowered.report.kernels
+    assert not entry["generated"] and "65535" in entry["reason"], entry

@@ -29,6 +29,8 @@ ACCESS = ("full", "row", "col", "scalar")
 """How an epilogue input is read per output element (i, j): [i, j], [j], [i], [] ."""
 
 FLOAT_TYPES = ("f32", "bf16", "f16")
+MAX_GRID_Y = 65535
+"""The templates put the batch (or the heads) on the grid's second dimension, which CUDA caps."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ class GemmSpec:
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, k={self.k}")
         if self.tile and len(self.tile) != 5:
             raise ValueError(f"tile is (BM, BN, BK, warps, stages), got {self.tile}")
+        if self.batch > MAX_GRID_Y:
+            raise ValueError(f"batch {self.batch}: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
 
     def key(self) -> str:
         """A short stable name for the computation and its tile (the kernel cache's key part)."""
@@ -192,6 +196,8 @@ class AttentionSpec:
                              f"{self.mask_dtype!r}")
         if self.batch % self.heads:
             raise ValueError(f"batch {self.batch} is not a multiple of heads {self.heads}")
+        if self.batch > MAX_GRID_Y:
+            raise ValueError(f"{self.batch} heads: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
         if (self.dtype == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
             raise ValueError(f"precision {self.precision!r} does not fit {self.dtype} operands")
         if max(self.e, self.ev) > 256:
