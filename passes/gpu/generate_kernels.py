@@ -444,8 +444,7 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
             return f"a {ir.RankedTensorType(mask.type).element_type} mask"
         extra = {"mask": "add", "mask_dtype": _element(mask), "heads": 1, "mask_strides": (l * s, 0, s, 1)}
         found = _owner(mask)
-        if found is not None and found.name == "tensor.collapse_shape" and \
-                str(found.attributes["reassociation"]).replace(" ", "") == "[[0,1],[2],[3]]":
+        if found is not None and found.name == "tensor.collapse_shape" and _is_head_split(found):
             full = found.operands[0]
             b4, h4 = ir.RankedTensorType(full.type).shape[:2]
             extra.update(heads=h4, mask_strides=(h4 * l * s, l * s, s, 1))
@@ -502,11 +501,7 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     spec = AttentionSpec(batch=batch, l=l, s=s, e=e, ev=ev, dtype=dtype, out=_element(op.results[0]),
                          scale=scale, precision=fp32 if dtype == "f32" else "",
                          strides=() if contiguous else tuple(strides), **extra)
-    try:
-        spec.check()
-    except ValueError as err:
-        return str(err)
-    return spec, _Plan(args, ops, result, last)
+    return spec, _Plan(args, ops, result, last)  # the pass checks the spec, as every contraction's
 
 
 def _float_literal(v: ir.Value) -> float | None:
@@ -537,17 +532,15 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     ops_text): [generic], or [reshape, generic] where the generic reads a reshape of `cur`
     (a matmul's [M, N] seen as [B, S, N] or flattened: row-major, the same element order, so
     the kernel's linear store and loads stay right); else why the epilogue ends there."""
-    users = {op_id(u.owner): u.owner for u in cur.uses}
-    if len(users) != 1:
+    g = _single_user(cur)
+    if g is None:
         return "its result has more than one reader"
-    g = next(iter(users.values()))
     reshape = None
     if g.name in RESHAPES and access_of is None and not batched and n is not None:
         reshape = g
-        users = {op_id(u.owner): u.owner for u in reshape.results[0].uses}
-        if len(users) != 1:
+        g = _single_user(reshape.results[0])
+        if g is None:
             return "the reshape of its result has more than one reader"
-        g = next(iter(users.values()))
         names[reshape.results[0]] = names[cur]
         cur = reshape.results[0]
         shape = list(ir.RankedTensorType(cur.type).shape)

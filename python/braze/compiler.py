@@ -332,6 +332,14 @@ def _flag_list(flags) -> list[str]:
     return list(flags)
 
 
+def _check_precision(precision) -> None:
+    from braze.passes import pipelines
+
+    if precision not in (None,) + pipelines.PRECISIONS:
+        raise InputError(f"precision={precision!r}: use 'highest' (float32 matmuls and convolutions as accurate "
+                         "as float32), 'high' (TF32) or None (as torch's allow_tf32 flags say)")
+
+
 def device_pipeline(target: Target, fusion: bool = True, precision: str | None = None) -> str:
     """The pipeline braze.compile runs for a target: the device's (with the user's tuning cache
     on CUDA) or, without fusion, the baseline."""
@@ -340,9 +348,7 @@ def device_pipeline(target: Target, fusion: bool = True, precision: str | None =
 
     if not fusion:
         return pipelines.BaselinePipeline().pipeline_text()
-    if precision not in (None,) + pipelines.PRECISIONS:
-        raise InputError(f"precision={precision!r}: use 'highest' (float32 matmuls and convolutions as accurate "
-                         "as float32), 'high' (TF32) or None (as torch's allow_tf32 flags say)")
+    _check_precision(precision)
     return pipelines.for_device(target.device, target.arch, str(tuning.default_path()),
                                 precision).pipeline_text(("target",))
 
@@ -551,14 +557,16 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     # Compile-side modules (torch, torch-mlir): braze.load must not need them.
     from . import frontend
     from braze.passes import abi, runner
+    from braze.kernels.build import available as kernels_available
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
     from braze.passes.report import count_linalg_ops
 
+    _check_precision(precision)  # also where an explicit pipeline makes it unused
     pipeline_text = pipeline or device_pipeline(tgt, fusion, precision)
     if attention is None:
         dtypes = ATTENTION_AS_ONE_OP.get(tgt.device, ()) if fusion else ()
-        if fusion and tgt.device == "cuda" and pipeline is None and "kernels=on" in pipeline_text:
+        if fusion and tgt.device == "cuda" and pipeline is None and kernels_available(tgt.arch) is None:
             dtypes += ("float32",)  # fusion-generate-kernels makes it one flash-attention kernel
     else:
         dtypes = _FLOAT_DTYPES if attention else ()

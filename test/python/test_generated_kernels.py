@@ -470,3 +470,10 @@ def test_heads_past_the_grid_limit_keep_irees_path():
     lowered = lower(_PlainAttention().eval(), q, q, q, device="cuda", target="sm_90")
     (entry,) = lowered.report.kernels
     assert not entry["generated"] and "65535" in entry["reason"], entry
+
+
+def test_a_bad_precision_is_named_with_an_explicit_pipeline_too():
+    model, x = torch.nn.Linear(32, 16), torch.randn(8, 32)
+    with pytest.raises(braze.InputError, match="precision='fast'"):
+        lower(model, x, device="cuda", target="sm_90", precision="fast",
+              pipeline="fusion-cuda-pipeline{target=sm_90}")

@@ -147,8 +147,7 @@ class Launcher:
             results = self._replay(keep)
             if results is not None:
                 return results
-        outputs = [torch.empty(spec.shape, dtype=dtype, device=self.device)
-                   for spec, dtype in zip(self.output_specs, self._dtypes)]
+        outputs = self._new_outputs()
         for i, t in enumerate(outputs):
             bases[self._first_output + i] = t.data_ptr()
         transient = None
@@ -158,19 +157,23 @@ class Launcher:
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         with self._lock:
             self._run(self._steps, bases, stream)
-        results = []
-        for out, spec, t in zip(self.plan.outputs, self.output_specs, outputs):
-            if out.buffer.kind == "output" and out.offset == 0:
-                results.append(t)
-            else:  # a result IREE left in another buffer: copy it out, in stream order
-                source = bases[self._slot(out.buffer)] + out.offset
-                check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
-                      "cuMemcpyDtoDAsync")
-                results.append(t)
+        self._copy_results(bases, outputs, stream)
         # Dropping `keep` and `transient` here is safe: torch's caching allocator hands their
         # memory only to later work on this same stream, which runs after these kernels.
         del keep, transient
-        return results
+        return outputs
+
+    def _new_outputs(self) -> list:
+        return [self.torch.empty(spec.shape, dtype=dtype, device=self.device)
+                for spec, dtype in zip(self.output_specs, self._dtypes)]
+
+    def _copy_results(self, bases: list, outputs: list, stream: int) -> None:
+        """Copy each result IREE left in another buffer than its output into it, in stream order."""
+        for out, t in zip(self.plan.outputs, outputs):
+            if not (out.buffer.kind == "output" and out.offset == 0):
+                source = bases[self._slot(out.buffer)] + out.offset
+                check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
+                      "cuMemcpyDtoDAsync")
 
     # -- replayed as a CUDA graph ---------------------------------------------------------
 
@@ -180,8 +183,7 @@ class Launcher:
         torch = self.torch
         specs = list(zip(self.input_specs, [getattr(torch, s.dtype) for s in self.input_specs]))
         self._static_in = [torch.empty(spec.shape, dtype=dtype, device=self.device) for spec, dtype in specs]
-        self._static_out = [torch.empty(spec.shape, dtype=dtype, device=self.device)
-                            for spec, dtype in zip(self.output_specs, self._dtypes)]
+        self._static_out = self._new_outputs()
         bases = list(self._bases)
         for i, t in enumerate(self._static_in):
             bases[i] = t.data_ptr()
@@ -195,11 +197,7 @@ class Launcher:
         with torch.cuda.device(self.index), torch.cuda.graph(graph):
             stream = torch._C._cuda_getCurrentRawStream(self.index)
             self._run(self._steps, bases, stream)
-            for out, t in zip(self.plan.outputs, self._static_out):
-                if not (out.buffer.kind == "output" and out.offset == 0):
-                    source = bases[self._slot(out.buffer)] + out.offset
-                    check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
-                          "cuMemcpyDtoDAsync")
+            self._copy_results(bases, self._static_out, stream)
         self._graph = graph
         self._done = torch.cuda.Event()
 
@@ -224,8 +222,7 @@ class Launcher:
                 check(lib.cuMemcpyDtoDAsync_v2(static.data_ptr(), t.data_ptr(), static.nbytes, stream),
                       "cuMemcpyDtoDAsync")
             self._graph.replay()
-            results = [torch.empty(spec.shape, dtype=dtype, device=self.device)
-                       for spec, dtype in zip(self.output_specs, self._dtypes)]
+            results = self._new_outputs()
             for t, static in zip(results, self._static_out):
                 check(lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), static.data_ptr(), static.nbytes, stream),
                       "cuMemcpyDtoDAsync")

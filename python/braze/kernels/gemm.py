@@ -252,15 +252,16 @@ def _programs(spec: GemmSpec, bm: int, bn: int) -> int:
     return -(-spec.m // bm) * -(-spec.n // bn) * max(spec.batch, 1)
 
 
+def _cheapest(spec: GemmSpec, sms: int, tiles) -> tuple[int, int, int, int, int]:
+    """The tile of `tiles` with the least predicted time: waves of programs over the SMs, each
+    as long as its tile's work over its efficiency."""
+    costs = [(-(-_programs(spec, bm, bn) // sms) * bm * bn / eff, i) for i, (bm, bn, *_, eff) in enumerate(tiles)]
+    return tiles[min(costs)[1]][:5]
+
+
 def _conv_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
-    best, best_cost = None, math.inf
-    for bm, bn, bk, warps, stages, eff in CONV_TILES:
-        if spec.a == "f32" and bn > 128:
-            continue
-        cost = -(-_programs(spec, bm, bn) // sms) * bm * bn / eff
-        if cost < best_cost:
-            best, best_cost = (bm, bn, bk, warps, stages), cost
-    bm, bn, bk, warps, stages = best
+    tiles = [t for t in CONV_TILES if spec.a != "f32" or t[1] <= 128]
+    bm, bn, bk, warps, stages = _cheapest(spec, sms, tiles)
     if spec.a == "f32":  # 32-bit operands take twice the shared memory per stage
         bk, stages = 32, 3
     return bm, bn, min(bk, max(16, 1 << (spec.k - 1).bit_length())), warps, stages
@@ -271,12 +272,7 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, int, int, int, int]:
     if spec.conv:
         return _conv_tile(spec, sms)
     if spec.precision == "tf32x3":
-        best, best_cost = None, math.inf
-        for bm, bn, bk, warps, stages, eff in TILES_TF32X3:
-            cost = -(-_programs(spec, bm, bn) // sms) * bm * bn / eff
-            if cost < best_cost:
-                best, best_cost = (bm, bn, bk, warps, stages), cost
-        tile = best
+        tile = _cheapest(spec, sms, TILES_TF32X3)
     elif spec.precision == "tf32":
         tile = TILE_TF32_LARGE if _programs(spec, 128, 128) >= 4 * sms else TILE_TF32
     elif _programs(spec, 128, 256) >= 2 * sms:

@@ -39,8 +39,20 @@ class Input:
     access: str
 
 
+class _Spec:
+    """What both kinds of spec share: their JSON text and the short name of it with the tile."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    def key(self) -> str:
+        """A short stable name for the computation and its tile (the kernel cache's key part)."""
+        text = self.to_json() + json.dumps(list(self.tile))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
-class GemmSpec:
+class GemmSpec(_Spec):
     m: int
     n: int
     k: int
@@ -68,9 +80,6 @@ class GemmSpec:
     and 'full' epilogue inputs [N, F, OH, OW]; () for a matmul."""
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, BK, warps, stages), chosen by the cost model; () until chosen."""
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
     def operands(self) -> int:
         """How many operands the kernel reads (its read-only bindings)."""
@@ -114,11 +123,6 @@ class GemmSpec:
         if self.batch > MAX_GRID_Y:
             raise ValueError(f"batch {self.batch}: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
 
-    def key(self) -> str:
-        """A short stable name for the computation and its tile (the kernel cache's key part)."""
-        text = self.to_json() + json.dumps(list(self.tile))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
     def describe(self) -> str:
         if self.conv:
             n, c, h, w, kh, kw, sh, sw, *_ = self.conv
@@ -139,7 +143,7 @@ MASKS = ("", "causal", "add")
 
 
 @dataclass(frozen=True)
-class AttentionSpec:
+class AttentionSpec(_Spec):
     """softmax(scale * q k^T + mask) v over `batch` independent heads (torch-mlir's
     tm_tensor.attention on [batch, L, E] operands), as one flash-attention kernel: the [L, S]
     scores never leave the chip. Operands q [batch, L, E], k [batch, S, E], v [batch, S, EV],
@@ -171,9 +175,6 @@ class AttentionSpec:
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, warps, stages); () until chosen."""
     kind: str = "attention"
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
     @property
     def inputs(self) -> tuple:
@@ -214,10 +215,6 @@ class AttentionSpec:
         h = self.heads
         return tuple((h * rows * width, rows * width, width)
                      for rows, width in ((self.l, self.e), (self.s, self.e), (self.s, self.ev), (self.l, self.ev)))
-
-    def key(self) -> str:
-        text = self.to_json() + json.dumps(list(self.tile))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def describe(self) -> str:
         how = f" as {self.precision}" if self.precision else ""
