@@ -5,13 +5,14 @@
 
 Per call: outputs and one transient buffer come from torch's caching allocator on the current
 stream of the input's device; every fill, copy and kernel of `main` is issued on that stream in
-IREE's order; the call returns at once. A plan of GRAPH_MIN_STEPS steps or more is captured once
-into a CUDA graph over buffers the launcher owns, and each call copies its inputs in, replays
-the graph and copies the results out into fresh tensors (three launches instead of one a step:
-a launch costs ~5-7 µs of host time, which a layer of fast kernels otherwise waits on; bench/NOTES.md §20).
-Under the caller's own graph capture the steps are launched as they are (and captured). Results are torch tensors ordered after the call's work
-on that stream, as any torch op's, so they are usable at once there, under `torch.cuda.graph`
-capture too. Kernel parameters follow IREE's CUDA ABI: each binding as a device pointer (base +
+IREE's order; the call returns at once. A plan of GRAPH_MIN_STEPS steps or more runs as one
+CUDA graph built once from its steps (cuda/graph.py): each call rewrites only the nodes whose
+buffers moved (in steady state none: torch's allocator hands a call the blocks the last one
+freed) and launches it, one driver call instead of one per step (a launch costs ~5-7 µs of host
+time, which a layer of fast kernels otherwise waits on; bench/NOTES.md §20, §21).
+Under the caller's own graph capture the steps are launched as they are (and captured).
+Results are torch tensors ordered after the call's work on that stream, as any torch op's, so
+they are usable at once there, under `torch.cuda.graph` capture too. Kernel parameters follow IREE's CUDA ABI: each binding as a device pointer (base +
 offset), then each 32-bit push constant (runtime/src/iree/hal/drivers/cuda).
 """
 
@@ -23,7 +24,8 @@ import threading
 from braze.errors import DeviceError, InputError
 
 from .driver import Driver, check
-from .plan import LaunchPlan
+from .graph import PlanGraph
+from .plan import LaunchPlan, Ref, Step
 
 ALIGNMENT = 64
 """Bytes IREE's kernels assume a binding's base is aligned to; other inputs are copied."""
@@ -83,12 +85,14 @@ class Launcher:
         for i, t in enumerate(self.constants):
             self._bases[self._first_constant + i] = t.data_ptr()
         self._launch = self._choose_launch()
-        self._steps = [self._prepare(s) for s in plan.steps]
+        # main's steps, then a copy for each result IREE leaves in another buffer than its output
+        self._steps = [self._prepare(s) for s in plan.steps] + self._result_copy_steps()
         # Parameter blocks are shared by calls: two threads calling at once take turns.
         self._lock = threading.Lock()
         self.graphs = len(plan.steps) >= GRAPH_MIN_STEPS if graphs is None else graphs
-        self._graph = None  # captured on the first call that may use it
-        self._done = self._last_stream = None
+        self._graph = None  # built on the first call that may use it
+        # Buffer slots whose address changes between calls: the graph rewrites their users.
+        self._dynamic = set(range(self._first_constant))
         if plan.init_steps:  # constants IREE computes when the module loads
             with torch.cuda.device(device_index):
                 stream = torch.cuda.current_stream(device_index)
@@ -143,10 +147,6 @@ class Launcher:
             t = self._input(t, spec, name, i)
             keep.append(t)
             bases[i] = t.data_ptr()
-        if self.graphs and not torch.cuda.is_current_stream_capturing():
-            results = self._replay(keep)
-            if results is not None:
-                return results
         outputs = self._new_outputs()
         for i, t in enumerate(outputs):
             bases[self._first_output + i] = t.data_ptr()
@@ -155,9 +155,9 @@ class Launcher:
             transient = torch.empty(self.plan.transient_bytes, dtype=torch.uint8, device=self.device)
             bases[self._transient_slot] = transient.data_ptr()
         stream = torch._C._cuda_getCurrentRawStream(self.index)
-        with self._lock:
-            self._run(self._steps, bases, stream)
-        self._copy_results(bases, outputs, stream)
+        if not (self.graphs and not torch.cuda.is_current_stream_capturing() and self._replay(bases, stream)):
+            with self._lock:
+                self._run(self._steps, bases, stream)
         # Dropping `keep` and `transient` here is safe: torch's caching allocator hands their
         # memory only to later work on this same stream, which runs after these kernels.
         del keep, transient
@@ -167,68 +167,30 @@ class Launcher:
         return [self.torch.empty(spec.shape, dtype=dtype, device=self.device)
                 for spec, dtype in zip(self.output_specs, self._dtypes)]
 
-    def _copy_results(self, bases: list, outputs: list, stream: int) -> None:
-        """Copy each result IREE left in another buffer than its output into it, in stream order."""
-        for out, t in zip(self.plan.outputs, outputs):
+    def _result_copy_steps(self) -> list:
+        """A copy step for each result IREE leaves in another buffer than its output."""
+        steps = []
+        for i, out in enumerate(self.plan.outputs):
             if not (out.buffer.kind == "output" and out.offset == 0):
-                source = bases[self._slot(out.buffer)] + out.offset
-                check(self.driver.lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), source, out.nbytes, stream),
-                      "cuMemcpyDtoDAsync")
+                copy = Step(op="copy", target=Ref("output", i), length=out.nbytes, source=out.buffer,
+                            source_offset=out.offset)
+                steps.append(self._prepare(copy))
+        return steps
 
-    # -- replayed as a CUDA graph ---------------------------------------------------------
+    # -- as one CUDA graph -----------------------------------------------------------------
 
-    def _capture(self) -> None:
-        """Capture the plan over buffers of the launcher's own: static inputs, outputs (every
-        result copied into one, in the graph) and transient buffer."""
-        torch = self.torch
-        specs = list(zip(self.input_specs, [getattr(torch, s.dtype) for s in self.input_specs]))
-        self._static_in = [torch.empty(spec.shape, dtype=dtype, device=self.device) for spec, dtype in specs]
-        self._static_out = self._new_outputs()
-        bases = list(self._bases)
-        for i, t in enumerate(self._static_in):
-            bases[i] = t.data_ptr()
-        for i, t in enumerate(self._static_out):
-            bases[self._first_output + i] = t.data_ptr()
-        self._static_transient = None
-        if self.plan.transient_bytes:
-            self._static_transient = torch.empty(self.plan.transient_bytes, dtype=torch.uint8, device=self.device)
-            bases[self._transient_slot] = self._static_transient.data_ptr()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.device(self.index), torch.cuda.graph(graph):
-            stream = torch._C._cuda_getCurrentRawStream(self.index)
-            self._run(self._steps, bases, stream)
-            self._copy_results(bases, self._static_out, stream)
-        self._graph = graph
-        self._done = torch.cuda.Event()
-
-    def _replay(self, inputs: list) -> list | None:
-        """One call as copies in, the graph's replay, copies out, on the current stream; None
-        (and the plain launches from then on) where the plan cannot be captured."""
-        torch = self.torch
-        lib = self.driver.lib
+    def _replay(self, bases: list, stream: int) -> bool:
+        """Launch the plan as its CUDA graph (built on first use) with this call's addresses;
+        False (and plain launches from then on) where the driver cannot build it."""
         with self._lock:
             if self._graph is None:
                 try:
-                    self._capture()
-                except Exception:  # noqa: BLE001 - a plan the driver cannot capture runs as launches
+                    self._graph = PlanGraph(self.driver, self._steps, bases, self._dynamic)
+                except (AttributeError, ValueError, DeviceError):  # an older driver, a copy too long
                     self.graphs = False
-                    self._graph = None
-                    return None
-            stream = torch._C._cuda_getCurrentRawStream(self.index)
-            current = torch.cuda.current_stream(self.index)
-            if self._last_stream is not None and self._last_stream != stream:
-                current.wait_event(self._done)  # the last call, on another stream, has read the static buffers
-            for t, static in zip(inputs, self._static_in):
-                check(lib.cuMemcpyDtoDAsync_v2(static.data_ptr(), t.data_ptr(), static.nbytes, stream),
-                      "cuMemcpyDtoDAsync")
-            self._graph.replay()
-            results = self._new_outputs()
-            for t, static in zip(results, self._static_out):
-                check(lib.cuMemcpyDtoDAsync_v2(t.data_ptr(), static.data_ptr(), static.nbytes, stream),
-                      "cuMemcpyDtoDAsync")
-            self._done.record(current)
-            self._last_stream = stream
-        return results
+                    return False
+            self._graph.launch(bases, stream)
+        return True
 
     def _input(self, t, spec, name: str, slot: int):
         torch = self.torch
