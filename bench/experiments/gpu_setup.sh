@@ -1,8 +1,12 @@
 # Sourced by the h200-*.sh scripts on the GPU host: installs the carried iree-base-runtime wheel
 # and braze into /tmp/site, unpacks .gpu/art.tar.xz into /tmp/art, sets $out (the run's $OUT).
+# braze comes from the working tree, or from .gpu/braze.tar when there is one
+# (`git archive -o .gpu/braze.tar HEAD`: a committed state while the tree has edits in progress).
 set -o pipefail
+src=.
+if [ -f .gpu/braze.tar ]; then src=/tmp/braze-src; mkdir -p $src && tar xf .gpu/braze.tar -C $src || exit 1; fi
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
-  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site . || exit 1
+  python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site $src || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
 mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
 out=${OUT:-/tmp/out}; mkdir -p $out
