@@ -1,5 +1,7 @@
-"""The differential suite: seeded random graphs (braze.randomgraphs) and the zoo, each compiled
-with braze's passes and without, compared with eager PyTorch in float64.
+"""The differential suite: seeded random graphs (braze.randomgraphs), the zoo and the fixed
+coverage cases (braze.coverage: float64, zero-element inputs and results, depthwise and grouped
+convolutions in float32, float16 and bfloat16), each compiled with braze's passes and without,
+compared with eager PyTorch in float64.
 
     python bench/differential.py here [--seeds 0:300] [--cuda-pipeline]      (CPU, in process)
     python bench/differential.py build DIR --device cuda --target sm_90 [--seeds 0:300]
@@ -7,11 +9,13 @@ with braze's passes and without, compared with eager PyTorch in float64.
         and the eager results (float32 and float64, computed here on the CPU) in DIR
     python bench/differential.py run DIR          (on the GPU host: iree-base-runtime and torch)
 
-A result passes when its error against float64 eager is within `randomgraphs.tolerance`
-(ten times float32 eager's own error, plus the rounding of 16-bit casts). Prints one line per
-failure and the counts per variant; exits 1 if anything failed. `--cuda-pipeline` also
-compiles each graph for the CPU with the CUDA pipeline's passes (fusion-cuda-pipeline), so the
-CUDA rewrites' arithmetic is checked where there is no GPU.
+A result passes when its dtypes are eager's and its error against float64 eager is within
+`randomgraphs.tolerance` (ten times float32 eager's own error, plus the rounding of 16-bit
+casts; a coverage case: ten times eager's own error in its dtype). A failure of IREE itself
+that a case marks `known` for the device (braze.zoo.Case.known) is counted apart, and fails
+when it passes. Prints one line per failure and the counts per variant; exits 1 if anything
+failed. `--cuda-pipeline` also compiles each graph for the CPU with the CUDA pipeline's passes
+(fusion-cuda-pipeline), so the CUDA rewrites' arithmetic is checked where there is no GPU.
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ def _references(model, args):
 
 
 def _cases(seeds: range):
-    """(name, model, inputs, tolerance function) for each random graph and zoo case."""
+    """(name, model, inputs, tolerance function, known failures by device) for each random
+    graph, zoo case and coverage case."""
+    from braze import coverage
     from braze.randomgraphs import random_graph, tolerance
     from braze.zoo import CASES, fresh_like
 
@@ -58,7 +64,36 @@ def _cases(seeds: range):
         if kwargs or any(not hasattr(a, "dtype") for a in args):
             continue  # nested or keyword inputs: test_zoo covers them
         args = fresh_like(tuple(args))
-        yield f"zoo:{case.name}", model, tuple(args), (lambda base, rtol=case.rtol: max(rtol, 10 * base + 1e-5)), {}
+        yield (f"zoo:{case.name}", model, tuple(args), (lambda base, rtol=case.rtol: max(rtol, 10 * base + 1e-5)),
+               case.known)
+    for case in coverage.CASES:
+        model, args = case.build()
+        yield f"coverage:{case.name}", model, args, case.tolerance, case.known
+
+
+def _dtypes(outputs) -> list[str]:
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return [str(o.dtype).removeprefix("torch.") for o in outputs]
+
+
+def _verdict(got, e64, dtypes: list[str] | None, limit: float) -> tuple[bool, str]:
+    """(passed, why not): eager's dtypes (float64 kept, not demoted; None: a manifest from
+    before dtypes were kept), error within limit."""
+    from braze.randomgraphs import max_error
+
+    if dtypes is not None and _dtypes(got) != dtypes:
+        return False, f"dtypes {_dtypes(got)}, eager's {dtypes}"
+    error = max_error(got, e64)
+    return error <= limit, f"error {error:.2e} > {limit:.2e}"
+
+
+def _known(result: tuple[bool, str], known) -> tuple[str, str]:
+    """'pass', 'FAIL' or 'known' (IREE's own failure, marked for this device) and a note."""
+    ok, note = result
+    if known:
+        return ("known", f"IREE ({known[0]}): {known[1]}") if not ok else \
+            ("FAIL", "passes, but is marked known-failing: remove the mark")
+    return ("pass" if ok else "FAIL"), note
 
 
 def here(seeds: range, cuda_pipeline: bool) -> int:
@@ -66,29 +101,32 @@ def here(seeds: range, cuda_pipeline: bool) -> int:
     from braze.randomgraphs import max_error
 
     variants = dict(VARIANTS, **(CUDA_ON_CPU if cuda_pipeline else {}))
-    counts = {v: [0, 0] for v in variants}
+    counts = {v: {"pass": 0, "FAIL": 0, "known": 0} for v in variants}
     t0 = time.perf_counter()
-    for name, model, args, allowed, _ in _cases(seeds):
+    for name, model, args, allowed, known in _cases(seeds):
         e32, e64 = _references(model, args)
         limit = allowed(max_error(e32, e64))
         for variant, options in variants.items():
             try:
                 got = braze.compile(model, *args, **options)(*args)
-                error = max_error(got, e64)
-                ok, note = error <= limit, f"error {error:.2e} > {limit:.2e}"
+                result = _verdict(got, e64, _dtypes(e32), limit)
             except braze.BrazeError as e:
-                ok, note = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-            counts[variant][0 if ok else 1] += 1
-            if not ok:
-                print(f"FAIL {name} {variant}: {note}", flush=True)
+                result = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            _count(counts[variant], name, variant, *_known(result, known.get("cpu")))
     _summary(counts, "cpu", time.perf_counter() - t0)
-    return 1 if any(bad for _, bad in counts.values()) else 0
+    return 1 if any(c["FAIL"] for c in counts.values()) else 0
+
+
+def _count(counts: dict, name: str, variant: str, result: str, note: str) -> None:
+    counts[result] += 1
+    if result != "pass":
+        print(f"{result.upper()} {name} {variant}: {note}", flush=True)
 
 
 def _summary(counts: dict, device: str, seconds: float) -> None:
     print(f"\ndifferential suite on {device} ({seconds:.0f} s):")
-    for variant, (ok, bad) in counts.items():
-        print(f"  {variant:20s} {ok:4d} passed {bad:4d} failed")
+    for variant, c in counts.items():
+        print(f"  {variant:20s} {c['pass']:4d} passed {c['FAIL']:4d} failed {c['known']:4d} known failures of IREE")
 
 
 def build(directory: Path, device: str, target: str, seeds: range) -> int:
@@ -99,11 +137,12 @@ def build(directory: Path, device: str, target: str, seeds: range) -> int:
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = []
-    for name, model, args, allowed, _ in _cases(seeds):
+    for name, model, args, allowed, known in _cases(seeds):
         e32, e64 = _references(model, args)
         limit = allowed(max_error(e32, e64))
         torch.save({"args": args, "expected64": e64}, directory / f"{name}.pt")
-        entry = {"name": name, "data": f"{name}.pt", "limit": limit, "artifacts": {}}
+        entry = {"name": name, "data": f"{name}.pt", "limit": limit, "dtypes": _dtypes(e32),
+                 "known": known.get(device), "artifacts": {}}
         for variant, options in VARIANTS.items():
             path = f"{name}.{variant}.braze"
             try:
@@ -124,11 +163,10 @@ def run(directory: Path) -> int:
     import torch
 
     import braze
-    from braze.randomgraphs import max_error
 
     meta = json.loads((directory / "manifest.json").read_text())
     device = meta["device"]
-    counts = {f"{v}/{kind}": [0, 0] for v in VARIANTS for kind in ("torch", "numpy")}
+    counts = {f"{v}/{kind}": {"pass": 0, "FAIL": 0, "known": 0} for v in VARIANTS for kind in ("torch", "numpy")}
     t0 = time.perf_counter()
     for entry in meta["cases"]:
         data = torch.load(directory / entry["data"], weights_only=False)
@@ -149,15 +187,12 @@ def run(directory: Path) -> int:
                         specs = module.signature.outputs
                         got = (tuple(_torch(o, sp.dtype) for o, sp in zip(out, specs)) if isinstance(out, tuple)
                                else _torch(out, specs[0].dtype))
-                    error = max_error(got, e64)
-                    ok, note = error <= entry["limit"], f"error {error:.2e} > {entry['limit']:.2e}"
+                    result = _verdict(got, e64, entry.get("dtypes"), entry["limit"])
                 except Exception as e:  # report every failure, keep going
-                    ok, note = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-                counts[key][0 if ok else 1] += 1
-                if not ok:
-                    print(f"FAIL {entry['name']} {key}: {note}", flush=True)
+                    result = False, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                _count(counts[key], entry["name"], key, *_known(result, entry.get("known")))
     _summary(counts, f"{device} ({meta['target']})", time.perf_counter() - t0)
-    return 1 if any(bad for _, bad in counts.values()) else 0
+    return 1 if any(c["FAIL"] for c in counts.values()) else 0
 
 
 def _numpy(t):

@@ -17,7 +17,9 @@ MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 
 def matmul_shape(op: ir.Operation) -> MatmulSignature | None:
-    """The signature of a static (batch) matmul whose element type braze tiles, else None."""
+    """The signature of a static (batch) matmul whose element type braze tiles, else None (also
+    for one with a zero-size dimension: it has no work to tile, and padding it made an out-of-bounds
+    extract_slice)."""
     if op.name not in MATMULS:
         return None
     lhs, rhs = list(op.operands)[:2]
@@ -32,6 +34,8 @@ def matmul_shape(op: ir.Operation) -> MatmulSignature | None:
         (batch, m, k), n = a.shape, b.shape[2]
     else:
         (m, k), n, batch = a.shape, b.shape[1], 1
+    if 0 in (batch, m, n, k):
+        return None
     return MatmulSignature(batch, m, n, k, element, batched, rhs_transposed(op))
 
 

@@ -31,3 +31,17 @@ func.func @divisible(%a: tensor<256x512xf32>, %b: tensor<512x1024xf32>, %init: t
   %0 = linalg.matmul ins(%a, %b : tensor<256x512xf32>, tensor<512x1024xf32>) outs(%init : tensor<256x1024xf32>) -> tensor<256x1024xf32>
   return %0 : tensor<256x1024xf32>
 }
+
+// -----
+
+// A matmul with a zero-size dimension has no work to tile: it is neither padded (from 0 columns
+// to 32, it made an out-of-bounds slice) nor configured.
+// CHECK-LABEL: func.func @zero_columns
+//   CHECK-NOT:   tensor.pad
+//       CHECK:   %[[M:.+]] = linalg.matmul ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8x0xf32>)
+//   CHECK-NOT:   tensor.pad
+//       CHECK:   return %[[M]]
+func.func @zero_columns(%a: tensor<4x8xf32>, %b: tensor<8x0xf32>, %init: tensor<4x0xf32>) -> tensor<4x0xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x0xf32>) outs(%init : tensor<4x0xf32>) -> tensor<4x0xf32>
+  return %0 : tensor<4x0xf32>
+}

@@ -1,8 +1,9 @@
 """The differential suite in CI: 300 seeded random graphs (elementwise chains and DAGs,
 reductions, normalizations, matmuls, convolutions, pooling, reshapes, casts, integer graphs),
 each compiled with braze's passes and without, and every third one also with the CUDA
-pipeline's passes compiled for the CPU, compared with eager PyTorch in float64; and the bench's
-workloads at their CPU sizes. bench/differential.py runs the same on a GPU host.
+pipeline's passes compiled for the CPU, compared with eager PyTorch in float64; the fixed
+coverage cases of braze.coverage the same way; and the bench's workloads at their CPU sizes.
+bench/differential.py runs the same on a GPU host.
 
 A result passes within `randomgraphs.tolerance`: ten times float32 eager's own error against
 float64, plus the rounding step of any 16-bit cast in the graph.
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import braze
+from braze import coverage
 from braze.randomgraphs import max_error, random_graph, tolerance
 from braze.zoo import CPU_DEFAULT, WORKLOADS
 
@@ -90,6 +92,23 @@ def test_the_suite_can_fail(monkeypatch):
         if caught == 3:
             break
     assert caught >= 3
+
+
+@pytest.mark.parametrize("case", coverage.CASES, ids=[c.name for c in coverage.CASES])
+def test_coverage_cases_match_eager(case):
+    """float64 in and out, zero-element inputs and results, depthwise and grouped convolutions in
+    float32, float16 and bfloat16: eager's dtypes and values, with braze's passes, without, and
+    with the CUDA pipeline's passes compiled for the CPU."""
+    model, args = case.build()
+    with torch.no_grad():
+        e32 = model(*args)
+    e64 = _float64(model, args)
+    limit = case.tolerance(max_error(e32, e64))
+    dtypes = [t.dtype for t in (e32 if isinstance(e32, tuple) else (e32,))]
+    for options in ({}, {"fusion": False}, {"pipeline": CUDA_PIPELINE}):
+        got = braze.compile(model, *args, **options)(*args)
+        assert [t.dtype for t in (got if isinstance(got, tuple) else (got,))] == dtypes, options
+        assert max_error(got, e64) <= limit, options
 
 
 @pytest.mark.parametrize("name", CPU_DEFAULT)
