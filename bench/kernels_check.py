@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from braze.tools.timing import events_per_call_ms
+
 CASES = {
     # name: (dtype, M, K, N, bias, activation)
     "gemm_4096x4096x1024": ("bfloat16", 4096, 1024, 4096, False, None),
@@ -207,21 +209,8 @@ def _double(model):
 
 
 def _time(fn, calls: int) -> float:
-    import torch
-
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        runs.append(start.elapsed_time(end) * 1000 / calls)
-    return sorted(runs)[len(runs) // 2]
+    """Microseconds per call: the median of 5 blocks of `calls` calls between CUDA events."""
+    return events_per_call_ms(fn, calls) * 1000
 
 
 def run(folder: Path) -> int:

@@ -6,6 +6,8 @@ experiments in bench/ share, and the reader of ncu's kernel times.
     seconds = timer.sync_call(fn, args)       # wall clock, device synchronized before and after
     ms = median_ms(fn, reps=50, device="cuda")
     ms = per_call_ms(fn, n=100)               # n back-to-back calls, synchronized at the ends
+    ms = events_per_call_ms(fn, calls=100)    # the same between CUDA events, median of 5 blocks
+    launches = ncu_kernels("ncu.csv")         # [(kernel name, us), ...] in launch order
 """
 
 from __future__ import annotations
@@ -76,6 +78,23 @@ def per_call_ms(fn, n: int, warmup: int = 5) -> float:
     return (time.perf_counter() - t) / n * 1e3
 
 
+def events_per_call_ms(fn, calls: int, runs: int = 5, warmup: int = 5) -> float:
+    """Median over `runs` blocks of the per-call milliseconds of `calls` back-to-back calls,
+    each block between CUDA events on torch's stream, after `warmup` calls and a synchronize."""
+    import torch
+
+    timer = Timer("cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+
+    def block():
+        for _ in range(calls):
+            fn()
+
+    return statistics.median(timer.event_call(block) * 1000.0 / calls for _ in range(runs))
+
+
 def interleaved_ms(fns: dict, rounds: int = 15, block_ms: float = 20.0, pace: str | None = None) -> dict:
     """Median per-call ms of each function, timed in blocks of ~block_ms, round robin, so every
     contender sees the same machine. `pace` names the function whose speed sets the block size."""
@@ -92,12 +111,28 @@ def interleaved_ms(fns: dict, rounds: int = 15, block_ms: float = 20.0, pace: st
 
 
 def ncu_kernels(path) -> list[tuple[str, float]]:
-    """(kernel name, us) per launch, in launch order, from
-    `ncu --metrics gpu__time_duration.sum --csv` output."""
+    """(kernel name, us) per launch, in launch order, from `ncu --metrics gpu__time_duration.sum
+    --csv` output: the quoted CSV rows among the program's own output, in the unit ncu printed
+    each value in (nanoseconds where the CSV names none). Names are ncu's, argument list and all."""
     with open(path, newline="") as f:
-        rows = [r for r in csv.reader(f) if len(r) > 10]
+        rows = [r for r in csv.reader(line for line in f if line.startswith('"')) if len(r) > 10]
     if not rows:
         return []
     header, rows = rows[0], rows[1:]
     name, value = header.index("Kernel Name"), header.index("Metric Value")
-    return [(r[name], float(r[value].replace(",", "")) / 1000) for r in rows]
+    metric = header.index("Metric Name") if "Metric Name" in header else None
+    unit = header.index("Metric Unit") if "Metric Unit" in header else None
+    return [(r[name], _microseconds(float(r[value].replace(",", "")), r[unit] if unit is not None else "nsecond"))
+            for r in rows if metric is None or r[metric] == "gpu__time_duration.sum"]
+
+
+def _microseconds(value: float, unit: str) -> float:
+    """ncu on the H200 host writes "ns", even for kernels of milliseconds; the longer spellings
+    ("nsecond", "usecond", "msecond") are the ones bench/experiments/ncu_table.py read before."""
+    if unit.startswith("n"):
+        return value / 1000
+    if unit.startswith("m"):
+        return value * 1000
+    if unit in ("s", "second"):
+        return value * 1e6
+    return value  # us, usecond

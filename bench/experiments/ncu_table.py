@@ -6,23 +6,14 @@ are summed per call (over the 4 calls).
     python bench/experiments/ncu_table.py ncu.csv [case names in profile order, comma-separated]
 """
 
-import csv
 import sys
+
+from braze.tools.timing import ncu_kernels
 
 
 def launches(path: str) -> list[tuple[str, float]]:
-    """(kernel name, µs) of each launch ncu timed, in launch order."""
-    with open(path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]
-    found = []
-    for row in csv.DictReader(lines):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "nsecond")
-        us = value / 1000 if unit.startswith("n") else value * 1000 if unit.startswith("m") else value
-        found.append((row["Kernel Name"].split("(")[0], us))
-    return found
+    """(kernel name without its argument list, µs) of each launch ncu timed, in launch order."""
+    return [(name.split("(")[0], us) for name, us in ncu_kernels(path)]
 
 
 def segments(path: str):

@@ -106,22 +106,37 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _defines_a_pass(path: Path) -> bool:
+    """Whether the module defines a ModulePass subclass (registered or not)."""
+    return any(isinstance(node, ast.ClassDef) and any(
+        (b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else None) == "ModulePass"
+        for b in node.bases) for node in ast.parse(path.read_text()).body)
+
+
 def test_gpu_passes_import_only_leaves():
     graph = _graph()
-    gpu_passes = {f"braze.passes.gpu.{m}" for m in ("configure_kernels", "conv_to_matmul", "pad_matmuls", "split_k")}
+    gpu_passes = {name for name, path in _modules().items()
+                  if name.startswith("braze.passes.gpu.") and _defines_a_pass(path)}
+    registered = {cls.__module__ for cls in PASSES.values() if cls.__module__.startswith("braze.passes.gpu.")}
+    assert gpu_passes == registered, f"GPU pass modules found {sorted(gpu_passes)}, registered {sorted(registered)}"
     for name in gpu_passes:
         assert not (graph[name] & gpu_passes), f"{name} imports another GPU pass: {graph[name] & gpu_passes}"
     for leaf in ("configs", "cost_model"):  # formats and choices: no MLIR
         assert not any(t.startswith("braze._mlir") for t in graph[f"braze.passes.gpu.{leaf}"])
 
 
+def _names_an_attribute(constant: str) -> bool:
+    return constant == "ATTR" or constant.endswith("_ATTR")
+
+
 def _attribute_definitions() -> dict[str, list[str]]:
-    """{attribute name: modules defining it} from module-level `NAME_ATTR = "..."` constants."""
+    """{attribute name: modules defining it} from module-level `ATTR = "..."` and
+    `NAME_ATTR = "..."` constants."""
     found: dict[str, list[str]] = {}
     for name, path in _modules().items():
         for node in ast.parse(path.read_text()).body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id.endswith("_ATTR") and isinstance(node.value, ast.Constant)
+                    and _names_an_attribute(node.targets[0].id) and isinstance(node.value, ast.Constant)
                     and isinstance(node.value.value, str)):
                 found.setdefault(node.value.value, []).append(name)
     return found
@@ -134,7 +149,7 @@ def _string_literals(path: Path) -> list[str]:
 
 def test_each_attribute_name_is_defined_once():
     defined = _attribute_definitions()
-    assert {"braze.kernel_config", "braze.matmul_config", "braze.im2col", "fusion.unfused"} <= set(defined)
+    assert {"braze.kernel", "braze.kernel_config", "braze.matmul_config", "braze.im2col", "fusion.unfused"} <= set(defined)
     assert all(len(v) == 1 for v in defined.values()), {k: v for k, v in defined.items() if len(v) > 1}
     spelled: dict[str, list[str]] = {k: [] for k in defined}
     files = list(_modules().values()) + [p for p in (ROOT / "test" / "python").glob("*.py") if p.name != "test_layout.py"]
@@ -144,6 +159,29 @@ def test_each_attribute_name_is_defined_once():
                 spelled[literal].append(str(path.relative_to(ROOT)))
     # Each name is written once (its definition); everything else uses the constant.
     assert all(len(v) == 1 for v in spelled.values()), {k: v for k, v in spelled.items() if len(v) != 1}
+
+
+def _literal_attribute_keys(path: Path) -> list[str]:
+    """String literals used as keys of an `.attributes` (`x.attributes["k"]`, `"k" in x.attributes`)."""
+    def is_attributes(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "attributes"
+
+    keys = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Subscript) and is_attributes(node.value):
+            keys.append(node.slice)
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
+                and is_attributes(node.comparators[0]):
+            keys.append(node.left)
+    return [k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
+
+def test_braze_attributes_are_named_by_their_constant():
+    """An attribute in braze's namespaces (braze.*, fusion.*) is read and written through its
+    ATTR constant, so the test above sees every one of them."""
+    inline = {str(path.relative_to(ROOT)): keys for path in _modules().values()
+              if (keys := [k for k in _literal_attribute_keys(path) if k.startswith(("braze.", "fusion."))])}
+    assert inline == {}, inline
 
 
 @pytest.mark.parametrize("name", sorted(PASSES))
