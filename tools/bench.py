@@ -35,7 +35,7 @@ import time
 import warnings
 from pathlib import Path
 
-from braze.errors import UsageError
+from braze.errors import BrazeError, UsageError
 
 from . import timing
 
@@ -66,33 +66,20 @@ def _progress(msg: str) -> None:
 
 
 def copy_bandwidth(device: str, mib: int = 256, reps: int = 10) -> float:
-    """GB/s of a device-to-device copy (read + write counted), measured now."""
+    """GB/s of a device-to-device copy (read + write counted), measured now: after one untimed
+    copy, the median of reps + 1 copies timed by CUDA events (on CPU, of reps by wall clock)."""
     import torch
 
     n = mib * 1024 * 1024 // 4
     if device == "cuda":
         src = torch.empty(n * 4, dtype=torch.float32, device="cuda")  # 1 GiB: past the L2
-        dst = torch.empty_like(src)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps + 2):
-            start.record()
-            dst.copy_(src)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1000.0)
-        nbytes = src.numel() * 4
-        del src, dst
     else:
         src = torch.randn(n)
-        dst = torch.empty_like(src)  # preallocated: a clone would time page faults, not memory
-        times = []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            dst.copy_(src)
-            times.append(time.perf_counter() - t0)
-        nbytes = src.numel() * 4
-    return 2 * nbytes / statistics.median(times[1:]) / 1e9
+    dst = torch.empty_like(src)  # preallocated: a clone would time page faults, not memory
+    nbytes = src.numel() * 4
+    ms = timing.median_ms(lambda: dst.copy_(src), reps=reps + 1 if device == "cuda" else reps, device=device,
+                          warmup=1)
+    return 2 * nbytes / (ms / 1000.0) / 1e9
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -1053,6 +1040,11 @@ def _results(path: str) -> dict:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("workloads"), list):
         raise UsageError(f"'{path}' is not a braze bench results file (schema {SCHEMA}); "
                          "give one written by braze bench --json")
+    try:  # the table reads every field the other subcommands read: one check for all of them
+        table(data)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
+        raise UsageError(f"'{path}' is not a whole braze bench results file ({type(e).__name__}: {e}); "
+                         "give one written by braze bench --json") from None
     return data
 
 
@@ -1073,6 +1065,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"braze bench: error: {e}", file=sys.stderr)
         return 2
+    except BrazeError as e:
+        print(f"braze bench: error: {e}", file=sys.stderr)
+        return 1
 
 
 def _main(argv: list[str]) -> int:
@@ -1104,7 +1099,11 @@ def _main(argv: list[str]) -> int:
         p.add_argument("results")
         p.add_argument("-o", "--output", required=True)
         a = p.parse_args(argv[1:])
-        note = chart(_results(a.results), a.output)
+        result = _results(a.results)
+        try:
+            note = chart(result, a.output)
+        except OSError as e:
+            raise BrazeError(f"cannot write chart '{a.output}': {e.strerror or e}") from None
         print(note or f"wrote {a.output}", file=sys.stderr)
         return 1 if note else 0
     if sub == "table":
@@ -1118,7 +1117,13 @@ def _main(argv: list[str]) -> int:
         p.add_argument("-o", "--output", required=True)
         a = p.parse_args(argv[1:])
         merged = merge([_results(r) for r in a.results])
-        Path(a.output).write_text(json.dumps(merged, indent=2) + "\n")
+        from braze.fileutil import write_atomically
+
+        try:  # OUT is replaced whole or left as it was
+            write_atomically(a.output, (json.dumps(merged, indent=2) + "\n").encode(), overwrite=True,
+                             regular_only=False)
+        except OSError as e:
+            raise BrazeError(f"cannot write '{a.output}': {e.strerror or e}") from None
         print(table(merged))
         return 0
     args = _parser().parse_args(argv)

@@ -6,7 +6,7 @@
         elementwise: each workload once per configuration (fusion-configure-kernels{config=...});
         matmuls: every (batch) matmul signature found in the --matmuls workloads, as a standalone
         `a @ b` of that shape and dtype, once per MatmulConfig candidate
-        (fusion-configure-kernels{matmul_config=...}) and once with IREE's default tiles.
+        (fusion-configure-kernels{matmul-config=...}) and once with IREE's default tiles.
     braze tune run DIR
         (on the GPU host) times every candidate with CUDA events, checks it against eager
         PyTorch, and writes DIR/winners.json (with torch's time for each matmul beside it).
@@ -28,12 +28,35 @@ import sys
 import time
 from pathlib import Path
 
+from .bench import _positive
+
 CANDIDATES = [
     (threads * thread, thread, threads)
     for thread in (1, 2, 4, 8)
     for threads in (64, 128, 256, 512)
 ]
 """(workgroup elements, elements per thread, threads per workgroup) tried by default."""
+
+
+def _read_json(path: Path, made_by: str):
+    """The JSON at `path`; UsageError naming the file and the command that makes it otherwise."""
+    from braze.errors import UsageError
+
+    try:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read '{path}': {e.strerror or e}; {made_by}") from None
+    except ValueError as e:
+        raise UsageError(f"'{path}' is not JSON ({e}); {made_by}") from None
+
+
+def _known_workloads(names: list[str]) -> None:
+    from braze.errors import UsageError
+    from braze.zoo import WORKLOADS
+
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise UsageError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
 
 
 def _signatures(model, args, target: str, collect) -> list[str]:
@@ -111,7 +134,7 @@ def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: 
             if not config.divides(m, n, k):
                 continue
             short = config.short()
-            pipeline = f"fusion-default-pipeline,fusion-configure-kernels{{target={target} matmul_config={short}}}"
+            pipeline = f"fusion-default-pipeline,fusion-configure-kernels{{target={target} matmul-config={short}}}"
             path = f"{sig}-{short.replace(':', '-')}.braze"
             braze.compile(model, *args, device="cuda", target=target, pipeline=pipeline).save(
                 directory / path, overwrite=True)
@@ -132,6 +155,7 @@ def build(directory: Path, target: str, workloads: list[str], matmul_workloads: 
     from braze.passes.gpu.cost_model import choose_config
     from braze.zoo import WORKLOADS
 
+    _known_workloads(workloads + list(matmul_workloads or []))
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {"target": target, "workloads": []}
     if matmul_workloads:
@@ -177,7 +201,7 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
     from braze.tools.timing import median_ms
     from braze.zoo import WORKLOADS
 
-    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest = _read_json(directory / "manifest.json", "make DIR with `braze tune build DIR`")
     winners = {"target": manifest["target"], "kernels": {}, "measurements": {}}
     segments = []
     marker = torch.empty(1, device="cuda") if markers else None  # empty: no kernel of its own
@@ -241,12 +265,22 @@ def kernels(directory: Path, csv_path: Path) -> int:
     from braze.tools.timing import ncu_kernels
 
     cut: list[list[float]] = []
-    for name, us in ncu_kernels(csv_path):
+    from braze.errors import UsageError
+
+    try:
+        launches = ncu_kernels(csv_path)
+    except OSError as e:
+        raise UsageError(f"cannot read '{csv_path}': {e.strerror or e}; give ncu's --csv output of "
+                         "`braze tune run DIR --markers`") from None
+    except ValueError as e:
+        raise UsageError(f"'{csv_path}' is not ncu's --csv output with Kernel Name and Metric Value "
+                         f"columns ({e})") from None
+    for name, us in launches:
         if "FillFunctor" in name:
             cut.append([])
         elif cut:
             cut[-1].append(us)
-    segments = json.loads((directory / "segments.json").read_text())
+    segments = _read_json(directory / "segments.json", "make it with `braze tune run DIR --markers`")
     if len(cut) != len(segments):
         print(f"{csv_path}: {len(cut)} marker segments, {len(segments)} expected: not the CSV of this run",
               file=sys.stderr)
@@ -255,7 +289,7 @@ def kernels(directory: Path, csv_path: Path) -> int:
     for seg, times in zip(segments, cut):
         if seg["config"] != "reference":
             per_call.setdefault(seg["signature"], {})[seg["config"]] = sum(times) / seg["calls"]
-    winners = json.loads((directory / "winners.json").read_text())
+    winners = _read_json(directory / "winners.json", "make it with `braze tune run DIR`")
     for signature, times in per_call.items():
         label = next((k for k, m in winners["measurements"].items() if m["signature"] == signature), None)
         if label is None:  # every candidate was wrong: nothing to pick from
@@ -309,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="workloads whose (batch) matmul signatures to tune, e.g. bert_layer,bert_layer_bf16")
     r = sub.add_parser("run", help="time the candidates on this machine's GPU")
     r.add_argument("dir", type=Path)
-    r.add_argument("--reps", type=int, default=50, help="timed calls per candidate")
+    r.add_argument("--reps", type=_positive, default=50, help="timed calls per candidate")
     r.add_argument("--markers", action="store_true", help="mark candidates for ncu (see `kernels`)")
     k = sub.add_parser("kernels", help="choose winners by kernel time from ncu's CSV of `run --markers`")
     k.add_argument("dir", type=Path)

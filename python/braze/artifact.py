@@ -78,7 +78,7 @@ def write(path: str | os.PathLike, vmfb: bytes, metadata: dict, overwrite: bool 
                                   "overwrite=True): choose another path.") from None
     except OSError as e:
         raise ArtifactError(f"cannot save to {path}: {e.strerror or e}"
-                            f"{' (' + e.filename + ')' if e.filename and str(e.filename) != str(path) else ''}; "
+                            f"{' (' + str(e.filename) + ')' if e.filename and str(e.filename) != str(path) else ''}; "
                             "choose a path in a writable folder.") from None
 
 

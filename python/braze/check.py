@@ -21,7 +21,7 @@ import copy
 import shlex
 from dataclasses import dataclass, field
 
-from .errors import BrazeError
+from .errors import ArtifactError, BrazeError, InputError
 
 
 @dataclass
@@ -109,6 +109,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
           passes_of: str | None = None, bisect: bool = True) -> CheckResult:
     """Compare braze with eager on `inputs` (see the module docstring); bisect when braze alone is wrong."""
     import torch
+    from torch.utils._pytree import tree_map
 
     import braze
 
@@ -121,13 +122,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
         pipeline = device_pipeline(resolve(passes_of, "sm_90" if passes_of == "cuda" else None))
     shown = pipeline or device_pipeline(resolve(device, target))
     result = CheckResult(type(model).__name__, device, shown)
-    with torch.no_grad():
-        eager = model(*inputs, **kwargs)
-        wide = copy.deepcopy(model).double()
-        as64 = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t  # noqa: E731
-        from torch.utils._pytree import tree_map
-
-        reference = wide(*tree_map(as64, inputs), **tree_map(as64, kwargs))
+    eager, reference = _eager_and_reference(model, inputs, kwargs)
     result.errors["eager"] = _error(eager, reference)
     result.tolerance = max(10 * result.errors["eager"], 1e-5)
     run_on = (lambda t: t.cuda() if isinstance(t, torch.Tensor) else t) if device == "cuda" else (lambda t: t)
@@ -212,6 +207,30 @@ __all__ = ["CheckResult", "check"]
 # On a GPU host without the compiler: build every decision limit here, run them there.
 
 
+def _eager_and_reference(model, inputs: tuple, kwargs: dict):
+    """Eager's outputs and float64 eager's (the reference); InputError when the model does not
+    run in eager on these inputs (braze check has nothing to compare with then)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    as64 = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t  # noqa: E731
+    name = type(model).__name__
+    with torch.no_grad():
+        try:
+            eager = model(*inputs, **kwargs)
+        except Exception as e:  # the user's forward() may raise anything
+            raise InputError(f"{name} raised {type(e).__name__} in eager on the example inputs: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}; braze check compares braze with eager, "
+                             "so the model must run in eager first (check --shape and --dtype)") from None
+        try:
+            reference = copy.deepcopy(model).double()(*tree_map(as64, inputs), **tree_map(as64, kwargs))
+        except Exception as e:
+            raise InputError(f"{name} raised {type(e).__name__} in float64 (model.double()): "
+                             f"{str(e).splitlines()[0] if str(e) else ''}; braze check's reference is the "
+                             "model in float64, so the model must run in float64") from None
+    return eager, reference
+
+
 def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", target: str | None = None,
                     kwargs: dict | None = None) -> int:
     """Compile the model here for `device` with no passes (unfused), with all of braze's
@@ -221,17 +240,13 @@ def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", ta
     from pathlib import Path
 
     import torch
-    from torch.utils._pytree import tree_map
 
     import braze
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     kwargs = kwargs or {}
-    with torch.no_grad():
-        eager = model(*inputs, **kwargs)
-        as64 = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t  # noqa: E731
-        reference = copy.deepcopy(model).double()(*tree_map(as64, inputs), **tree_map(as64, kwargs))
+    eager, reference = _eager_and_reference(model, inputs, kwargs)
     tolerance = max(10 * _error(eager, reference), 1e-5)
     torch.save({"inputs": inputs, "kwargs": kwargs, "reference": reference}, directory / "data.pt")
     full = braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False)
@@ -260,8 +275,15 @@ def run_bisection(directory) -> CheckResult:
     import braze
 
     directory = Path(directory)
-    meta = json.loads((directory / "bisection.json").read_text())
-    data = torch.load(directory / "data.pt", weights_only=False)
+    try:
+        meta = json.loads((directory / "bisection.json").read_text())
+        data = torch.load(directory / "data.pt", weights_only=False)
+    except OSError as e:
+        raise ArtifactError(f"{directory} is not a build of `braze check --build DIR`: cannot read "
+                            f"{e.filename} ({e.strerror or e}); make it with `braze check MODEL --build DIR`") from None
+    except (ValueError, RuntimeError) as e:  # torch.load's RuntimeError: a corrupt file
+        raise ArtifactError(f"{directory} holds a corrupt build of `braze check --build DIR` "
+                            f"({str(e).splitlines()[0]}); build it again") from None
     device = meta["device"]
     move = (lambda t: t.cuda() if isinstance(t, torch.Tensor) else t) if device == "cuda" else (lambda t: t)
     inputs, kwargs = tree_map(move, data["inputs"]), tree_map(move, data["kwargs"])

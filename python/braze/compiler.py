@@ -134,6 +134,9 @@ class CompiledModule:
 
             self._names = [describe_path(p) for _, p in flat]
         state = self.state()
+        mutations = self.signature.mutations
+        if mutations:
+            _check_writable(mutations, values, self._names)
         if state:
             values, names = state + values, self._state_names + self._names
         else:
@@ -144,7 +147,6 @@ class CompiledModule:
             outputs = self.program.call_torch(values, names)
         else:
             outputs = self.program(values, names)
-        mutations = self.signature.mutations
         if mutations:
             _write_back(mutations, outputs, state, values[len(state):], names[len(state):])
             outputs = outputs[len(mutations):]
@@ -200,24 +202,51 @@ def _require_torch(why: str) -> None:
                               "braze.load(..., outputs='numpy') for numpy arrays") from None
 
 
-def _write_back(mutations: list[dict], outputs: list, state: list, inputs: list, names: list[str]) -> None:
-    """Apply the program's mutations as eager would: new buffer values into the model's buffers
-    (or the loaded module's), new input values into the caller's tensors."""
-    for m, new in zip(mutations, outputs):
-        target = state[m["index"]] if m["kind"] == "buffer" else inputs[m["index"]]
+def _check_writable(mutations: list[dict], inputs: list, names: list[str]) -> None:
+    """InputError before the program runs when an input the model updates in place cannot be
+    written: refusing after the call would leave the model's buffers updated and the caller's
+    tensors not (a call either completes every write-back or changes nothing)."""
+    for m in mutations:
+        if m["kind"] != "input":
+            continue
+        target, why = inputs[m["index"]], None
         if type(target).__module__.startswith("torch"):
             import torch
 
-            with torch.no_grad():
-                target.copy_(new if type(new).__module__.startswith("torch") else torch.from_numpy(new))
+            if any(stride == 0 and size > 1 for stride, size in zip(target.stride(), target.shape)):
+                why = "several of its elements share one memory location (an expand()ed view); pass x.clone()"
+            elif target.is_inference() and not torch.is_inference_mode_enabled():
+                why = "it is an inference tensor, written only inside torch.inference_mode(); pass x.clone()"
+        elif not getattr(getattr(target, "flags", None), "writeable", True):
+            why = "the numpy array is read-only; pass arr.copy() or call arr.setflags(write=True)"
+        if why:
+            raise InputError(f"{names[m['index']]}: the model updates it in place, but it cannot be written: {why}")
+
+
+def _write_back(mutations: list[dict], outputs: list, state: list, inputs: list, names: list[str]) -> None:
+    """Apply the program's mutations as eager would: new buffer values into the model's buffers
+    (or the loaded module's), new input values into the caller's tensors. The caller's tensors
+    go first: should one still refuse the write (_check_writable vetted them), the model's
+    state stays as it was."""
+    for m, new in sorted(zip(mutations, outputs), key=lambda pair: pair[0]["kind"] != "input"):
+        target = state[m["index"]] if m["kind"] == "buffer" else inputs[m["index"]]
+        what = names[m["index"]] if m["kind"] == "input" else "a buffer"
+        if type(target).__module__.startswith("torch"):
+            import torch
+
+            try:
+                with torch.no_grad():
+                    target.copy_(new if type(new).__module__.startswith("torch") else torch.from_numpy(new))
+            except RuntimeError as e:
+                raise InputError(f"{what}: the model updates it in place, but it cannot be written "
+                                 f"({str(e).splitlines()[0]})") from None
         else:
             import numpy as np
 
             try:
                 np.copyto(target, new.cpu().numpy() if hasattr(new, "cpu") else new)
             except (ValueError, TypeError) as e:
-                raise InputError(f"{names[m['index']] if m['kind'] == 'input' else 'a buffer'}: the model "
-                                 f"updates it in place, but it cannot be written ({e})") from None
+                raise InputError(f"{what}: the model updates it in place, but it cannot be written ({e})") from None
 
 
 def _host_array(value, dtype: str):

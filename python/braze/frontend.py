@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import fix_integer_division
+from .fxfix import fix_empty_tensors, fix_integer_division
 from .signature import Signature, signature_from_export
 
 try:
@@ -185,6 +185,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     with _quiet_torch():
         exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
     fix_integer_division(exported.graph_module)
+    fix_empty_tensors(exported.graph_module)
     state = prepare_state(exported, model)
     scalars = prepare_outputs(exported, model)
     signature = signature_from_export(exported, args, kwargs, state, scalars)
@@ -230,9 +231,11 @@ def prepare_state(exported, model) -> list:
     if unsupported:
         kinds = sorted({s.kind.name for s in unsupported})
         raise UnsupportedOpError(
-            f"{_model_name(model)} produces {', '.join(kinds)} outputs ({unsupported[0].target or unsupported[0].arg}); "
+            f"{_model_name(model)} produces {', '.join(kinds)} outputs "
+            f"({unsupported[0].target or getattr(unsupported[0].arg, 'name', unsupported[0].arg)}); "
             "braze compiles inference: it runs forward() without autograd and without mutating parameters. "
-            "Call model.eval() and compile under torch.no_grad() inputs, or keep the mutation outside forward()."
+            "Keep a parameter's update outside forward(), or make the tensor a buffer (register_buffer), which "
+            "braze updates as eager does; compile the forward pass, not a joint forward-backward graph."
         )
     mutated = set(sig.buffers_to_mutate.values())
     state, specs = [], []

@@ -6,8 +6,12 @@ all, so that braze compiles them where the raw torch-mlir + IREE toolchain crash
       ->  q = (x.to(int32) // 3).to(int8)    the same values: |x // y| <= |x|, |x % y| < |y|
     integer fmod                             fails to lower for every integer dtype
       ->  x - trunc_div(x, y) * y            in int32 for 8-bit inputs, as above
+    an op with a zero-size result, or a      x.view(...) of a zero-size x, torch.bmm on a batch
+    matmul with a zero-size operand          of 0, a @ b with K = 0: torch-mlir's lowering dies
+                                             of SIGFPE (a division by the zero size)
+      ->  torch.zeros(result shape)          eager's result: empty, or a sum of no terms
 
-Each rewrite keeps the FX node's meaning exactly (integer arithmetic, no rounding), and gives
+Each rewrite keeps the FX node's meaning exactly (no rounding), and gives
 every new node the fake-tensor value torch-mlir's importer types it by.
 """
 
@@ -88,6 +92,40 @@ def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
         graph.erase_node(node)
         count += 1
     if count:
+        graph.lint()
+        graph_module.recompile()
+    return count
+
+
+_CONTRACTIONS = {aten.mm.default, aten.bmm.default, aten.matmul.default}
+
+
+def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
+    """Replace by zeros of its shape each op whose result has no elements (its value is its
+    shape alone) and each matmul with a zero-size operand (eager's result: a sum of no terms);
+    returns how many nodes were rewritten."""
+    graph = graph_module.graph
+    mode = _fake_mode(graph)
+    if mode is None:
+        return 0
+    count = 0
+    for node in list(graph.nodes):
+        result = _val(node)
+        if node.op != "call_function" or not isinstance(result, torch.Tensor) or node.target == aten.zeros.default:
+            continue
+        if result.numel():
+            operands = [_val(a) for a in node.args[:2]]
+            if node.target not in _CONTRACTIONS or all(not isinstance(o, torch.Tensor) or o.numel() for o in operands):
+                continue
+        with graph.inserting_before(node):
+            new = _call(graph, mode, aten.zeros.default, (list(result.shape),),
+                        {"dtype": result.dtype, "device": result.device})
+        new.meta = {**node.meta, "val": new.meta["val"]}
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.eliminate_dead_code()
         graph.lint()
         graph_module.recompile()
     return count

@@ -122,10 +122,11 @@ def test_bad_pipeline_is_named():
 
 def test_save_refuses_existing_path(add_relu, tmp_path):
     path = tmp_path / "model.braze"
-    path.write_text("the user's file")
-    with pytest.raises(FileExistsError, match="overwrite=True"):
+    path.write_bytes(b"the user's file\x00\xff")
+    with pytest.raises(FileExistsError, match="overwrite=True") as refused:
         add_relu.save(path)
-    assert path.read_text() == "the user's file"
+    assert isinstance(refused.value, braze.ArtifactExistsError) and isinstance(refused.value, braze.BrazeError)
+    assert path.read_bytes() == b"the user's file\x00\xff"
     add_relu.save(path, overwrite=True)
     assert braze.load(path).signature.inputs[0].shape == [3, 4]
 

@@ -2,10 +2,12 @@
 called with random valid inputs in unusual layouts (transposed views, slices with an offset,
 broadcast strides, numpy arrays, Fortran order) and random invalid ones (wrong dtype, shape,
 count, type, sparse). Valid calls must match eager; invalid ones must raise a BrazeError and
-leave the inputs as they were. Seeds are fixed; about 30 s."""
+leave the inputs as they were. Random models compiled for zero-size inputs (a batch of 0)
+must match eager too. Seeds are fixed; about 30 s, and each seed's run is timed."""
 
 import copy
 import random
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +18,12 @@ from braze.randomgraphs import max_error, random_graph, tolerance
 
 SEEDS = range(1000, 1016)
 CALLS = 12
+ZERO_SIZE_SEEDS = (2000, 2001, 2002, 2006, 2007, 2008, 2016, 2017)
+"""Float graphs whose inputs all take a batch of 0 in eager (2007 reduces it away: a non-empty
+result from empty inputs)."""
+SEED_SECONDS = 120
+"""Bound on one seed's compile and calls: a seed takes about 2 s on a 2-core CI machine, so
+one past 60x that is a compile or call that hangs or recompiles per call, not a slow machine."""
 
 
 def _odd_layout(rng: random.Random, t: torch.Tensor) -> torch.Tensor:
@@ -61,6 +69,7 @@ def _invalid(rng: random.Random, args: tuple) -> tuple[tuple, str]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fuzzed_calls(seed):
+    start = time.perf_counter()
     model, examples = random_graph(seed)
     compiled = braze.compile(model, *examples)
     wide = copy.deepcopy(model).double()
@@ -92,6 +101,32 @@ def test_fuzzed_calls(seed):
             wide_expected = wide(*[a.double() if a.dtype.is_floating_point else a for a in fresh])
         limit = tolerance(model, max_error(expected, wide_expected))
         assert max_error(got, wide_expected) <= limit, f"{model.describe()} call {call}"
+    elapsed = time.perf_counter() - start
+    assert elapsed < SEED_SECONDS, f"seed {seed} took {elapsed:.0f} s (bound {SEED_SECONDS} s)"
+
+
+def _batch_of_zero(examples: tuple) -> tuple:
+    """Random inputs of the examples' shapes with dimension 0 set to 0 (kept at 1 where it
+    broadcasts)."""
+    return tuple(torch.randn(tuple(0 if i == 0 and s != 1 else s for i, s in enumerate(a.shape))) for a in examples)
+
+
+@pytest.mark.parametrize("seed", ZERO_SIZE_SEEDS)
+def test_zero_size_inputs_match_eager(seed):
+    """torch-mlir's lowering died of SIGFPE on views and matmuls of zero-size tensors
+    (fxfix.fix_empty_tensors)."""
+    model, examples = random_graph(seed)
+    zero = _batch_of_zero(examples)
+    assert any(a.numel() == 0 for a in zero), f"seed {seed} has no zero-size input"
+    compiled = braze.compile(model, *zero)
+    for call in range(3):
+        fresh = _batch_of_zero(examples)
+        with torch.no_grad():
+            expected = model(*fresh)
+        got = compiled(*fresh) if call < 2 else compiled(*[a.numpy() for a in fresh])
+        if call == 2:
+            got = tuple(torch.from_numpy(g) for g in got) if isinstance(got, tuple) else torch.from_numpy(got)
+        assert max_error(got, expected) <= 1e-5, f"{model.describe()} call {call}"
 
 
 def test_numpy_views_and_fortran_order():

@@ -2,6 +2,7 @@
 no crash. Every result is compared with eager PyTorch on random data; every refusal must be a
 BrazeError naming the problem; no file the user owns changes unless they asked."""
 
+import errno
 import json
 import multiprocessing
 import os
@@ -17,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import braze
-from braze import artifact
+from braze import artifact, fileutil, frontend
 
 
 def M(fn, name=None):
@@ -82,6 +83,77 @@ def test_an_input_the_model_updates_in_place_is_updated_in_the_callers_tensor():
     xn = np.zeros(4, np.float32)
     np.testing.assert_allclose(compiled(xn), np.full(4, 2.0))
     np.testing.assert_allclose(xn, np.ones(4))
+
+
+class CountAndAdd(torch.nn.Module):
+    """Updates a buffer and its input: torch.export lists the buffer's write-back first."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.zeros(1))
+
+    def forward(self, x):
+        self.n.add_(1)
+        x.add_(1)
+        return x * 2
+
+
+@pytest.mark.parametrize("unwritable", ["read-only-numpy", "expanded-view"])
+def test_an_input_that_cannot_be_updated_is_refused_before_anything_changes(unwritable):
+    model = CountAndAdd().eval()
+    compiled = braze.compile(model, torch.randn(4))
+    if unwritable == "read-only-numpy":
+        x = np.zeros(4, np.float32)
+        x.setflags(write=False)
+    else:
+        x = torch.zeros(1).expand(4)
+    with pytest.raises(braze.InputError, match=r"args\[0\]: the model updates it in place, but it cannot be written"):
+        compiled(x)
+    assert model.n.item() == 0, "the model's buffer was updated by a call that failed"
+    assert np.asarray(x).tolist() == [0.0] * 4
+    ok = torch.zeros(4)
+    torch.testing.assert_close(compiled(ok), torch.full((4,), 2.0))
+    assert model.n.item() == 1 and ok.tolist() == [1.0] * 4
+
+
+class MutatesParameter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.w.add_(1)
+        return x + self.w
+
+
+def test_a_model_that_updates_a_parameter_is_refused():
+    model = MutatesParameter().eval()
+    with pytest.raises(braze.UnsupportedOpError, match=r"MutatesParameter produces PARAMETER_MUTATION outputs \(w\); "
+                       "braze compiles inference.*register_buffer"):
+        braze.compile(model, torch.randn(4))
+    assert model.w.tolist() == [0.0] * 4
+
+
+def test_a_joint_forward_backward_graph_is_refused():
+    """torch.export's training IR (loss and parameter gradients as outputs) is not inference."""
+    from torch.export.experimental import _export_forward_backward
+
+    class Loss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return (self.lin(x).sum(),)
+
+    model = Loss()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        joint = _export_forward_backward(torch.export.export(model, (torch.randn(2, 4),)))
+    with pytest.raises(braze.UnsupportedOpError,
+                       match=r"Loss produces GRADIENT_TO_PARAMETER, LOSS_OUTPUT outputs \(sum_1\); braze compiles inference"):
+        frontend.prepare_state(joint, model)
 
 
 def test_saved_state_is_loaded_and_updated(tmp_path):
@@ -203,12 +275,39 @@ def test_save_refuses_what_is_not_a_regular_file(add_one, tmp_path):
     with pytest.raises(braze.ArtifactError, match="cannot create its folder"):
         add_one.save(tmp_path / "file" / "m.braze")
     existing = tmp_path / "existing.braze"
-    existing.write_text("mine")
-    with pytest.raises(FileExistsError):  # also an ArtifactExistsError, a BrazeError
+    existing.write_bytes(b"mine\x00\xff")
+    with pytest.raises(FileExistsError) as refused:  # the standard class, and braze's
         add_one.save(existing)
-    assert existing.read_text() == "mine"
+    assert isinstance(refused.value, braze.ArtifactExistsError) and isinstance(refused.value, braze.BrazeError)
+    assert existing.read_bytes() == b"mine\x00\xff"
     add_one.save(existing, overwrite=True)
     assert braze.load(existing)(torch.zeros(4)).tolist() == [1.0] * 4
+
+
+def _no_write_access(tmp_path, monkeypatch):
+    """tmp_path/ro, where creating a file fails: read-only by its mode, or (as root, whom modes do
+    not stop) as on a read-only filesystem, the EROFS a real one gives."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "keep.txt").write_bytes(b"keep")
+    if os.geteuid() == 0:
+        def mkstemp(*args, **kwargs):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.path.join(kwargs["dir"], ".m.braze.x.tmp"))
+
+        monkeypatch.setattr(fileutil.tempfile, "mkstemp", mkstemp)
+    else:
+        folder.chmod(0o555)
+    return folder
+
+
+def test_save_where_nothing_can_be_written_is_an_artifact_error(add_one, tmp_path, monkeypatch):
+    folder = _no_write_access(tmp_path, monkeypatch)
+    try:
+        with pytest.raises(braze.ArtifactError, match="cannot save to .*m.braze.*choose a path in a writable folder"):
+            add_one.save(folder / "m.braze")
+        assert sorted(os.listdir(folder)) == ["keep.txt"] and (folder / "keep.txt").read_bytes() == b"keep"
+    finally:
+        folder.chmod(0o755)
 
 
 @pytest.mark.parametrize("edit", [

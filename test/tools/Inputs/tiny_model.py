@@ -21,3 +21,12 @@ def make_broken():
 
 
 NOT_A_FACTORY = 3
+
+
+class Raises(torch.nn.Module):
+    def forward(self, x):
+        raise ValueError("forward broke")
+
+
+def make_forward_raises():
+    return Raises(), (torch.randn(2, 4),)
