@@ -269,7 +269,7 @@ def _timing(directory: Path, manifest: dict, rows: list, results: dict) -> None:
     import torch
 
     import braze
-    from braze.tools.timing import interleaved_ms
+    from braze.tools.timing import interleaved_ms, profiled_kernel_ms
     from braze.zoo import WORKLOADS
 
     def graph_of(fn, *args):
@@ -307,30 +307,13 @@ def _timing(directory: Path, manifest: dict, rows: list, results: dict) -> None:
                    "braze iree.runtime": lambda: ireed(*args),
                    "braze launch in a CUDA graph (replay)": graph_of(launched, *args)}
             times = interleaved_ms(fns, rounds=15, pace="eager")
-        kernels = _kernel_ms(lambda: launched(*args))
+        kernels = profiled_kernel_ms(lambda: launched(*args))
         results[entry["name"] + "_ms"] = {k: round(v, 4) for k, v in times.items()}
         results[entry["name"] + "_ms"]["sum of braze's kernels"] = round(kernels, 4)
         for k, v in times.items():
             rows.append((entry["name"], k, f"{v:.3f} ms", f"{times['eager'] / v:.2f}x of eager's speed"))
         rows.append((entry["name"], "sum of braze's kernel times (profiler)", f"{kernels:.3f} ms",
                      f"launch call = {times['braze launch'] / kernels:.2f}x the kernels"))
-
-
-def _kernel_ms(fn, calls: int = 20) -> float:
-    """Mean per call of the summed GPU time of the kernels a call runs (torch.profiler / CUPTI)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    total_us = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total and
-                   not e.key.startswith(("Memcpy", "Memset", "cudaDeviceSynchronize")))
-    return total_us / calls / 1000.0
 
 
 def _table(title: str, header: tuple, rows: list) -> None:

@@ -6,6 +6,7 @@ experiments in bench/ share, and the reader of ncu's kernel times.
     seconds = timer.sync_call(fn, args)       # wall clock, device synchronized before and after
     ms = median_ms(fn, reps=50, device="cuda")
     ms = per_call_ms(fn, n=100)               # n back-to-back calls, synchronized at the ends
+    ms = profiled_kernel_ms(fn)               # the GPU time of the kernels one call runs
     ms = events_per_call_ms(fn, calls=100)    # the same between CUDA events, median of 5 blocks
     launches = ncu_kernels("ncu.csv")         # [(kernel name, us), ...] in launch order
 """
@@ -108,6 +109,24 @@ def interleaved_ms(fns: dict, rounds: int = 15, block_ms: float = 20.0, pace: st
         for k, fn in fns.items():
             times[k].append(per_call_ms(fn, n, warmup=0))
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def profiled_kernel_ms(fn, calls: int = 20) -> float:
+    """Mean per call of the summed GPU time of the kernels a call runs (torch.profiler / CUPTI;
+    memcpy and memset operations left out), after 3 unprofiled calls."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total_us = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total and
+                   not e.key.startswith(("Memcpy", "Memset", "cudaDeviceSynchronize")))
+    return total_us / calls / 1000.0
 
 
 def ncu_kernels(path) -> list[tuple[str, float]]:

@@ -2,13 +2,15 @@
 
     python bench/experiments/variants.py build DIR [SET]     # here: DIR/WORKLOAD.VARIANT.braze
     python bench/experiments/variants.py run DIR             # GPU host: interleaved timing
+    python bench/experiments/variants.py calls DIR           # GPU host: per call against kernel sum
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
         python bench/experiments/variants.py kernels DIR > k.csv   # GPU host: one call each
     python bench/experiments/variants.py table k.csv
 
 SET names a group of (workload, variant, compile options) below. `run` interleaves eager and
 every variant of a workload in rounds (braze.tools.timing), checks each against
-eager, and prints ms per call; `kernels` makes one call of each variant between two marker
+eager, and prints ms per call; `calls` prints each variant's per-call time of back-to-back calls
+against the summed GPU time of its kernels (torch's profiler), as bench/launch_check.py does; `kernels` makes one call of each variant between two marker
 kernels (1-element torch fills), after a first unmarked call, and `table` lists the kernels
 between each pair of markers under the variant's name (the order of DIR/kernels-order.txt).
 """
@@ -17,7 +19,7 @@ import copy
 import os
 import sys
 
-from braze.tools.timing import interleaved_ms, ncu_kernels
+from braze.tools.timing import interleaved_ms, ncu_kernels, profiled_kernel_ms
 
 IM2COL = ["--iree-global-opt-use-im2col-for-convs"]
 NO_CONV_PASS = "fusion-default-pipeline,fusion-configure-kernels{target=sm_90}"
@@ -25,7 +27,16 @@ PAD_COPY = ("fusion-conv-to-matmul{target=sm_90 read-padding=false},fusion-defau
             "fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}")
 NO_SPLIT = ("fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90},"
             "fusion-split-k{target=sm_90 split=1},fusion-configure-kernels{target=sm_90}")
+AGGRESSIVE = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]
 SETS = {
+    # bench/NOTES.md §22: IREE's aggressive dispatch fusion (a reduction and the elementwise
+    # consumers of its broadcast result in one dispatch: a LayerNorm in one kernel, not two or three).
+    "aggressive": [
+        (name, variant, {"iree_flags": AGGRESSIVE} if variant == "aggressive" else {})
+        for name in ("layernorm_gelu", "layernorm_gelu_bf16", "transformer_encoder", "transformer_encoder_bf16",
+                     "bert_layer", "bert_layer_bf16")
+        for variant in ("default", "aggressive")
+    ],
     # bench/NOTES.md §12: attention as one op (compile(attention=...)).
     "attention": [
         (name, variant, {"attention": variant == "one-op"})
@@ -121,6 +132,23 @@ def run(out: str) -> None:
                   flush=True)
 
 
+def calls(out: str) -> None:
+    import torch
+
+    import braze
+
+    print(f"{'workload':26s} {'variant':12s} {'per call ms':>11s} {'kernels ms':>10s} {'ratio':>6s}")
+    for name, variants in _manifest(out).items():
+        _, args = _workload(name)
+        args = [a.cuda() for a in args]
+        modules = {v: braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda") for v in variants}
+        with torch.no_grad():
+            med = interleaved_ms({v: (lambda m=m: m(*args)) for v, m in modules.items()})
+            for v, m in modules.items():
+                k = profiled_kernel_ms(lambda m=m: m(*args))
+                print(f"{name:26s} {v:12s} {med[v]:11.4f} {k:10.4f} {med[v] / k:5.2f}x", flush=True)
+
+
 def kernels(out: str) -> None:
     import torch
 
@@ -159,12 +187,14 @@ def table(path: str, order: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "kernels", "table"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "calls", "kernels", "table"):
         sys.exit(__doc__)
     if sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "run":
         run(sys.argv[2])
+    elif sys.argv[1] == "calls":
+        calls(sys.argv[2])
     elif sys.argv[1] == "kernels":
         kernels(sys.argv[2])
     else:
