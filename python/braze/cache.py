@@ -8,7 +8,10 @@ The key is a SHA-256 over everything that decides what braze.compile produces:
 - the resolved target, every compile option, the pipeline text (which names the generated-kernel
   and float32 choices), the tuning cache's bytes,
 - the versions of braze's own sources (a hash of its files), torch, torch-mlir, IREE and Triton.
-A hit skips import, fusion, IREE and Triton; export still runs (it is what the key is made of).
+A hit skips import, fusion, IREE and Triton. Export is what this key is made of; a quick key
+(braze.quickkey: the model's classes, attributes and weights, the inputs' specs, validated by
+one eager call on a remembered probe) finds the entry without it, which in a new process saves
+torch.export's ~2 s first call.
 Entries are artifacts (`CompiledModule.save`), written atomically: concurrent compiles of one
 model both write whole files and the later replaces the earlier. An entry that does not load is
 removed and rebuilt, never used. Past 4 GiB (BRAZE_COMPILE_CACHE_MAX_MIB) the entries used longest
@@ -56,7 +59,7 @@ def source_hash() -> str:
     return _SOURCE_HASH
 
 
-def _tensor_bytes(t) -> bytes:
+def tensor_bytes(t) -> bytes:
     import torch
 
     t = t.detach()
@@ -68,12 +71,7 @@ def _tensor_bytes(t) -> bytes:
 
 def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | None, versions: dict) -> str:
     """The cache key of a compile (see the module docstring); `versions`: braze.compiler.versions()."""
-    h = hashlib.sha256()
-
-    def put(label: str, data) -> None:
-        data = data if isinstance(data, bytes) else str(data).encode()
-        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
-
+    h, put = _hasher()
     put("graph", exported.graph_module.code)
     put("signature", exported.graph_signature)
     put("call", exported.call_spec)
@@ -86,9 +84,25 @@ def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | 
             value = table[name]
             if hasattr(value, "detach"):
                 put(label, f"{name} {tuple(value.shape)} {value.dtype}")
-                put(label + "-bytes", _tensor_bytes(value))
+                put(label + "-bytes", tensor_bytes(value))
             else:
                 put(label, f"{name} {value!r}")
+    _put_context(put, options, target, pipeline, tuning_path, versions)
+    return h.hexdigest()
+
+
+def _hasher():
+    h = hashlib.sha256()
+
+    def put(label: str, data) -> None:
+        data = data if isinstance(data, bytes) else str(data).encode()
+        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    return h, put
+
+
+def _put_context(put, options: dict, target: str, pipeline: str, tuning_path: str | None, versions: dict) -> None:
+    """What decides a compile besides the model: options, target, pipeline, tuning, versions."""
     put("options", json.dumps(options, sort_keys=True, default=repr))
     put("target", target)
     put("pipeline", pipeline)
@@ -103,7 +117,6 @@ def key(exported, options: dict, target: str, pipeline: str, tuning_path: str | 
         put("triton", triton_version())
     except ImportError:
         put("triton", "")
-    return h.hexdigest()
 
 
 def entry(k: str) -> Path:
@@ -181,18 +194,21 @@ def _evict(keep: Path) -> None:
 def info() -> dict:
     folder = root()
     entries = sorted(folder.glob("*.braze")) if folder.is_dir() else []
-    return {"path": str(folder), "entries": len(entries), "bytes": sum(p.stat().st_size for p in entries)}
+    quick = sorted(folder.glob("*.quick")) if folder.is_dir() else []
+    return {"path": str(folder), "entries": len(entries), "quick_keys": len(quick),
+            "bytes": sum(p.stat().st_size for p in entries + quick)}
 
 
 def clear() -> int:
-    """Remove every entry; return how many."""
+    """Remove every entry and quick-key index; return how many entries."""
     folder = root()
     removed = 0
     if folder.is_dir():
-        for p in folder.glob("*.braze"):
-            try:
-                p.unlink()
-                removed += 1
-            except FileNotFoundError:
-                pass
+        for pattern in ("*.braze", "*.quick"):
+            for p in folder.glob(pattern):
+                try:
+                    p.unlink()
+                    removed += pattern == "*.braze"
+                except FileNotFoundError:
+                    pass
     return removed

@@ -40,7 +40,8 @@ def _cache(args) -> int:
         print(f"removed {cache.clear()} compiled modules from {cache.root()}")
         return 0
     found = cache.info()
-    print(f"compile cache: {found['path']}\nentries: {found['entries']}\nsize: {found['bytes'] / 2**20:.1f} MiB")
+    print(f"compile cache: {found['path']}\nentries: {found['entries']}\nquick keys: {found['quick_keys']}\n"
+          f"size: {found['bytes'] / 2**20:.1f} MiB")
     return 0
 
 

@@ -471,29 +471,34 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
                     precision):
     """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
     progress.stage("export")
-    exported = cache_key = None
+    exported = cache_key = quick = None
     if compile_cache.enabled(cache):
-        from . import frontend
+        from . import frontend, quickkey
         from .tuning import default_path
 
-        t0 = time.perf_counter()
-        exported = frontend.export(model, example_inputs, example_kwargs or {})
-        export_seconds = time.perf_counter() - t0
         tgt = resolve(device, target)
         choices = {"fusion": fusion, "pipeline": pipeline, "output_storage": output_storage,
                    "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
                    "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
-        cache_key = compile_cache.key(exported, choices, f"{tgt.device} {tgt.arch}",
-                                      pipeline or device_pipeline(tgt, fusion, precision), str(default_path()),
-                                      versions())
+        context = (choices, f"{tgt.device} {tgt.arch}", pipeline or device_pipeline(tgt, fusion, precision),
+                   str(default_path()), versions())
+        t0 = time.perf_counter()
+        quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, *context)
+        if quick is not None:
+            found, why = quickkey.lookup(quick, model)
+            hit = compile_cache.load(found, model, runtime, load) if found else None
+            if hit is not None:
+                return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
+        t0 = time.perf_counter()
+        exported = frontend.export(model, example_inputs, example_kwargs or {})
+        export_seconds = time.perf_counter() - t0
+        cache_key = compile_cache.key(exported, *context)
         t1 = time.perf_counter()
         hit = compile_cache.load(cache_key, model, runtime, load)
         if hit is not None:
-            hit.report.extra["cache"] = {"hit": True, "entry": str(compile_cache.entry(cache_key)),
-                                         "cold_stage_seconds": dict(hit.report.stage_seconds)}
-            hit.report.stage_seconds = {"export": export_seconds, "cache": time.perf_counter() - t1}
-            hit._source = f"the compiled {type(model).__name__} (from the compile cache)"
-            return hit
+            if quick is not None:
+                quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs, hit)
+            return _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
     progress.stage("import and braze's passes")
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
@@ -544,7 +549,19 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     if cache_key is not None:
         stored = compile_cache.store(cache_key, module)
         report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None}
+        if stored and quick is not None:
+            report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs,
+                                                                   module)
     return module
+
+
+def _cache_hit(hit, key: str, seconds: dict, model, quick: bool = False):
+    """A module from the compile cache, its report saying so (and what the cold compile took)."""
+    hit.report.extra["cache"] = {"hit": True, "quick": quick, "entry": str(compile_cache.entry(key)),
+                                 "cold_stage_seconds": dict(hit.report.stage_seconds)}
+    hit.report.stage_seconds = seconds
+    hit._source = f"the compiled {type(model).__name__} (from the compile cache)"
+    return hit
 
 
 @dataclass
