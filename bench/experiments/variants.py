@@ -2,7 +2,7 @@
 
     python bench/experiments/variants.py build DIR [SET]     # here: DIR/WORKLOAD.VARIANT.braze
     python bench/experiments/variants.py run DIR             # GPU host: interleaved timing
-    python bench/experiments/variants.py calls DIR           # GPU host: per call against kernel sum
+    python bench/experiments/variants.py calls DIR [eager,iree]   # GPU host: per call against kernel sum
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
         python bench/experiments/variants.py kernels DIR > k.csv   # GPU host: one call each
     python bench/experiments/variants.py table k.csv
@@ -132,21 +132,32 @@ def run(out: str) -> None:
                   flush=True)
 
 
-def calls(out: str) -> None:
+def calls(out: str, company: list[str]) -> None:
+    """Per call against the kernel sum; `company` adds contenders to the interleaved rounds
+    ('eager': the model, pacing the blocks as bench/launch_check.py does; 'iree': each variant
+    through iree.runtime too), to see what the launcher's figure depends on."""
     import torch
 
     import braze
 
-    print(f"{'workload':26s} {'variant':12s} {'per call ms':>11s} {'kernels ms':>10s} {'ratio':>6s}")
+    label = "+".join(["braze"] + company)
+    print(f"{'workload':26s} {'variant':12s} {'rounds':14s} {'per call ms':>11s} {'kernels ms':>10s} {'ratio':>6s}")
     for name, variants in _manifest(out).items():
-        _, args = _workload(name)
-        args = [a.cuda() for a in args]
+        model, args = _workload(name)
+        model, args = model.cuda(), [a.cuda() for a in args]
         modules = {v: braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda") for v in variants}
+        fns = {v: (lambda m=m: m(*args)) for v, m in modules.items()}
+        if "eager" in company:
+            fns = {"eager": lambda: model(*args), **fns}
+        if "iree" in company:
+            for v in variants:
+                m = braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda", runtime="iree")
+                fns[v + " (iree)"] = lambda m=m: m(*args)
         with torch.no_grad():
-            med = interleaved_ms({v: (lambda m=m: m(*args)) for v, m in modules.items()})
+            med = interleaved_ms(fns, pace="eager" if "eager" in company else None)
             for v, m in modules.items():
                 k = profiled_kernel_ms(lambda m=m: m(*args))
-                print(f"{name:26s} {v:12s} {med[v]:11.4f} {k:10.4f} {med[v] / k:5.2f}x", flush=True)
+                print(f"{name:26s} {v:12s} {label:14s} {med[v]:11.4f} {k:10.4f} {med[v] / k:5.2f}x", flush=True)
 
 
 def kernels(out: str) -> None:
@@ -194,7 +205,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "run":
         run(sys.argv[2])
     elif sys.argv[1] == "calls":
-        calls(sys.argv[2])
+        calls(sys.argv[2], sys.argv[3].split(",") if len(sys.argv) > 3 else [])
     elif sys.argv[1] == "kernels":
         kernels(sys.argv[2])
     else:
