@@ -25,10 +25,6 @@ import time
 from pathlib import Path
 
 ORDERING_TRIALS = 10
-TF32_RTOL = 4e-3
-"""Relative error allowed a model whose float32 convolutions run in TF32 (torch's default for
-cuDNN): a few roundings to 10-bit mantissas over K products (cuDNN's own is 0.6-0.9e-3 at
-ResNet-18's shapes, bench/NOTES.md §18); its precision='highest' build is held to the zoo's."""
 
 
 def _chain_model():
@@ -96,6 +92,7 @@ def _numerics(directory: Path, manifest: dict, rows: list) -> int:
     from torch.utils._pytree import tree_leaves, tree_map
 
     import braze
+    from braze.randomgraphs import TF32_ERROR
     from braze.zoo import max_rel_error
 
     failures = 0
@@ -112,7 +109,7 @@ def _numerics(directory: Path, manifest: dict, rows: list) -> int:
             error = max_rel_error(got, data["expected"])
             same = all(torch.equal(a, b) for a, b in zip(tree_leaves(got), tree_leaves(ref)))
             # TF32 products (10-bit mantissas, as cuDNN's by default) against a float32 reference
-            rtol = max(entry["rtol"], TF32_RTOL) if entry.get("tf32") else entry["rtol"]
+            rtol = max(entry["rtol"], TF32_ERROR) if entry.get("tf32") else entry["rtol"]
             ok = error <= rtol
             note = "bit-identical to iree.runtime" if same else "differs from iree.runtime"
             if entry.get("tf32"):

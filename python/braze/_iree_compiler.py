@@ -46,6 +46,8 @@ class CompiledVmfb:
     executable_count: int | None
     at_hal: object = None
     """What compile_module's `at_hal` callback returned (the CUDA launch plan)."""
+    dispatch_fusion: str = ""
+    """How IREE formed dispatches where braze chose (backend.AGGRESSIVE_FUSION)."""
 
 
 _PROBED: dict[tuple, str | None] = {}

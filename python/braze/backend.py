@@ -16,7 +16,7 @@ from __future__ import annotations
 from braze.passes.gpu.configs import CONFIG_ATTRS, KernelConfig, MatmulConfig, parse_config
 
 from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text, probe_flags
-from .errors import DeviceError
+from .errors import CompileError, DeviceError
 from .irutil import all_ops
 from .targets import Target
 
@@ -296,7 +296,22 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
             raise DeviceError(f"target={target.arch!r} is not a CPU IREE's LLVM knows for this machine's "
                               f"architecture ({first}); use 'host', 'generic' or an LLVM CPU name such as "
                               "'znver3', 'skylake-avx512' or 'x86-64-v3'")
-    return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
+    if AGGRESSIVE_FUSION not in flags or any("aggressive-fusion" in f for f in extra_flags or []):
+        return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
+    try:
+        compiled = compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
+        compiled.dispatch_fusion = "aggressive (reductions with their consumers)"
+        return compiled
+    except CompileError as e:
+        # IREE 3.13's CUDA code generator fails on some aggressively fused dispatches (a small
+        # softmax with its consumers: "'vector.transfer_write' op write affecting operations on
+        # global resources are restricted to workgroup distributed contexts"): IREE's default
+        # dispatches then, which compile wherever the raw toolchain does.
+        why = str(e).splitlines()[0]
+    compiled = compile_module(source, [f for f in flags if f != AGGRESSIVE_FUSION], module_hook=hook, what=what,
+                              at_hal=at_hal)
+    compiled.dispatch_fusion = f"default (aggressive fusion failed to compile: {why[:200]})"
+    return compiled
 
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,

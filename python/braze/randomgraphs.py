@@ -313,6 +313,13 @@ CAST_ULP = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
 before the cast can flip it, so a graph with casts is allowed that much more."""
 
 
+TF32_ERROR = 4e-3
+"""max_error allowed a result whose float32 contractions ran in TF32 (10-bit mantissas: braze's
+CUDA default for convolutions, as cuDNN's; bench/launch_check.py and bench/differential.py):
+a few roundings to 2^-11 summed over K products (cuDNN's own is 0.6-0.9e-3 at ResNet-18's
+shapes, bench/NOTES.md §18)."""
+
+
 def tolerance(model: RandomGraph, reference_error: float) -> float:
     """Allowed max_error against float64 eager: ten times float32 eager's own error, plus the
     rounding steps of the graph's 16-bit casts."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STAGES = ("export", "import", "fusion", "iree_compile")
+STAGES = ("quick key and probe", "export", "cache", "import", "fusion", "iree_compile")
 
 
 @dataclass
@@ -35,6 +35,9 @@ class Report:
     does: 'epilogue_end') and those left to IREE's code generator, with why ('reason')."""
     launch_plan: str = ""
     """CUDA: what braze's launcher runs (kernels, fills and copies), or 'none: why'."""
+    dispatch_fusion: str = ""
+    """CUDA: how IREE formed dispatches: 'aggressive' (reductions with their consumers,
+    backend.AGGRESSIVE_FUSION) or 'default' with why (aggressive fusion failed to compile)."""
     decisions: list[str] = field(default_factory=list)
     """The rewrites braze's passes decided to make, in order ('pass: what'); see compile(decision_limit=)."""
     attention: dict[str, int] = field(default_factory=dict)
@@ -71,6 +74,8 @@ class Report:
             rows.append(("attention as one op", f"{self.attention.get('fused', 0)} "
                          f"({self.attention.get('rewritten', 0)} from matmul/softmax/matmul)"))
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
+        if self.dispatch_fusion:
+            rows.append(("IREE dispatch fusion", self.dispatch_fusion))
         if self.launch_plan:
             rows.append(("CUDA launch plan", self.launch_plan))
         if self.kernel_configs:

@@ -38,3 +38,19 @@ def test_the_cpu_keeps_iree_s_default_dispatches():
     with torch.no_grad():
         expected = model(*args)
     torch.testing.assert_close(m(*args), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_where_aggressive_fusion_fails_to_compile_iree_s_default_dispatches_are_used():
+    """IREE 3.13's CUDA code generator fails on some aggressively fused dispatches (here a
+    softmax of a (3, 16) tensor next to the GELU and Linear that read the same input: "'vector.
+    transfer_write' op write affecting operations on global resources are restricted to
+    workgroup distributed contexts"); braze compiles it with IREE's default dispatches, as the
+    raw toolchain does, and says so in the report."""
+    from braze.randomgraphs import random_graph
+
+    model, args = random_graph(225)
+    m = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)
+    assert m.report.dispatch_fusion.startswith("default (aggressive fusion failed to compile")
+    assert "IREE dispatch fusion" in m.report.table()
+    with pytest.raises(braze.CompileError):  # the user's own flag is not second-guessed
+        braze.compile(model, *args, device="cuda", target="sm_90", cache=False, iree_flags=[AGGRESSIVE_FUSION])
