@@ -304,13 +304,20 @@ def _timing(directory: Path, manifest: dict, rows: list, results: dict) -> None:
                    "braze iree.runtime": lambda: ireed(*args),
                    "braze launch in a CUDA graph (replay)": graph_of(launched, *args)}
             times = interleaved_ms(fns, rounds=15, pace="eager")
+        before = dict(launched.launcher.stats)
         kernels = profiled_kernel_ms(lambda: launched(*args))
+        stats = {k: launched.launcher.stats[k] - before.get(k, 0) for k in before}
+        results[entry["name"] + "_launcher_stats"] = dict(launched.launcher.stats)
         results[entry["name"] + "_ms"] = {k: round(v, 4) for k, v in times.items()}
         results[entry["name"] + "_ms"]["sum of braze's kernels"] = round(kernels, 4)
         for k, v in times.items():
             rows.append((entry["name"], k, f"{v:.3f} ms", f"{times['eager'] / v:.2f}x of eager's speed"))
         rows.append((entry["name"], "sum of braze's kernel times (profiler)", f"{kernels:.3f} ms",
                      f"launch call = {times['braze launch'] / kernels:.2f}x the kernels"))
+        total = launched.launcher.stats
+        rows.append((entry["name"], "graph nodes rewritten (buffers moved)",
+                     f"{total['nodes_rewritten']} in {total['graph_launches']} launches",
+                     f"{stats['nodes_rewritten']} in the profiled {stats['graph_launches']}"))
 
 
 def _table(title: str, header: tuple, rows: list) -> None:

@@ -91,6 +91,9 @@ class Launcher:
         self._lock = threading.Lock()
         self.graphs = len(plan.steps) >= GRAPH_MIN_STEPS if graphs is None else graphs
         self._graph = None  # built on the first call that may use it
+        self.stats = {"calls": 0, "graph_launches": 0, "nodes_rewritten": 0}
+        """Counts since load: calls, of them launched as the graph, and graph nodes rewritten
+        because a buffer moved (bench/launch_check.py prints them beside its timings)."""
         # Buffer slots whose address changes between calls: the graph rewrites their users.
         self._dynamic = set(range(self._first_constant))
         if plan.init_steps:  # constants IREE computes when the module loads
@@ -155,6 +158,7 @@ class Launcher:
             transient = torch.empty(self.plan.transient_bytes, dtype=torch.uint8, device=self.device)
             bases[self._transient_slot] = transient.data_ptr()
         stream = torch._C._cuda_getCurrentRawStream(self.index)
+        self.stats["calls"] += 1
         if not (self.graphs and not torch.cuda.is_current_stream_capturing() and self._replay(bases, stream)):
             with self._lock:
                 self._run(self._steps, bases, stream)
@@ -189,7 +193,8 @@ class Launcher:
                 except (AttributeError, ValueError, DeviceError):  # an older driver, a copy too long
                     self.graphs = False
                     return False
-            self._graph.launch(bases, stream)
+            self.stats["nodes_rewritten"] += self._graph.launch(bases, stream)
+            self.stats["graph_launches"] += 1
         return True
 
     def _input(self, t, spec, name: str, slot: int):
