@@ -473,26 +473,30 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     progress.stage("export")
     exported = cache_key = quick = None
     if compile_cache.enabled(cache):
-        from . import frontend, quickkey
+        from . import quickkey
         from .tuning import default_path
 
+        t0 = time.perf_counter()
         tgt = resolve(device, target)
         choices = {"fusion": fusion, "pipeline": pipeline, "output_storage": output_storage,
                    "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
                    "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
-        context = (choices, f"{tgt.device} {tgt.arch}", pipeline or device_pipeline(tgt, fusion, precision),
-                   str(default_path()), versions())
-        t0 = time.perf_counter()
-        quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, *context)
+        where, tuning, found_versions = f"{tgt.device} {tgt.arch}", str(default_path()), versions()
+        # What decides the pipeline's text, without importing the passes (and MLIR) to print it.
+        quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where,
+                                   quickkey.pipeline_inputs(pipeline, fusion, precision), tuning, found_versions)
         if quick is not None:
             found, why = quickkey.lookup(quick, model)
             hit = compile_cache.load(found, model, runtime, load) if found else None
             if hit is not None:
                 return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
+        from . import frontend
+
         t0 = time.perf_counter()
         exported = frontend.export(model, example_inputs, example_kwargs or {})
         export_seconds = time.perf_counter() - t0
-        cache_key = compile_cache.key(exported, *context)
+        cache_key = compile_cache.key(exported, choices, where, pipeline or device_pipeline(tgt, fusion, precision),
+                                      tuning, found_versions)
         t1 = time.perf_counter()
         hit = compile_cache.load(cache_key, model, runtime, load)
         if hit is not None:

@@ -24,8 +24,9 @@ key's entry is stored or hit), which also holds what the quick key cannot see:
   computes is a miss. One eager call is the cost of a quick hit's safety.
 
 No quick key is made (the export key alone is used) for a module with forward hooks, a model
-whose forward() updates its buffers or inputs (the probe would change them), or one whose eager
-outputs differ between two calls on the same inputs (random ops). A miss of any kind falls back
+whose forward() updates its buffers or inputs (the probe would change them), one whose eager
+outputs differ between two calls on the same inputs (random ops), or a compile run under a
+Python profiler (whose hook the file noting would replace). A miss of any kind falls back
 to the export key; BRAZE_COMPILE_CACHE_QUICK=0 turns quick keys off.
 """
 
@@ -143,6 +144,19 @@ def describe(value, depth: int = 0) -> str | None:
     return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
 
 
+def pipeline_inputs(pipeline: str | None, fusion: bool, precision: str | None) -> str:
+    """What decides the text of the pipeline braze.compile runs, besides the target and braze's
+    own sources (both in the key): the user's pipeline, fusion, precision, torch's TF32 flags
+    (precision=None follows them) and whether Triton is installed (generated kernels)."""
+    import importlib.util
+
+    import torch
+
+    return (f"pipeline={pipeline!r} fusion={fusion} precision={precision!r} "
+            f"tf32={torch.backends.cuda.matmul.allow_tf32},{torch.backends.cudnn.allow_tf32} "
+            f"triton={importlib.util.find_spec('triton') is not None}")
+
+
 def _module_internals() -> frozenset:
     global _INTERNALS
     if _INTERNALS is None:
@@ -217,12 +231,13 @@ def _executed_files(call) -> tuple[object, dict[str, str]]:
         if event == "call":
             seen.add(frame.f_code.co_filename)
 
-    previous = sys.getprofile()
+    if sys.getprofile() is not None:
+        raise RuntimeError("a profiler is running")  # its hook is not braze's to replace
     sys.setprofile(note)
     try:
         result = call()
     finally:
-        sys.setprofile(previous)
+        sys.setprofile(None)
     roots = _library_roots()
     files: dict[str, str] = {}
     for path in seen:
@@ -255,6 +270,8 @@ def _same(a: list, b: list) -> bool:
     for x, y in zip(a, b):
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
+        if torch.equal(x.cpu(), y.cpu()):  # eager against eager on one machine: mostly bit for bit
+            continue
         if x.dtype.is_floating_point or x.dtype.is_complex:
             # eager against eager: the same program; a different thread count may reorder sums
             tol = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(x.dtype, 1e-5)

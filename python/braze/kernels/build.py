@@ -42,11 +42,19 @@ class Built:
 
 
 def triton_version() -> str | None:
-    try:
-        import triton
-    except ImportError:
+    """Triton's version, or None where it is not installed (read from its package metadata:
+    importing Triton costs ~0.1 s, which a compile-cache hit should not pay)."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
         return None
-    return triton.__version__
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        import triton
+
+        return triton.__version__
 
 
 def available(arch: str) -> str | None:
