@@ -3,11 +3,18 @@ workloads and the GELU MLP, braze's CPU pipeline, median of 7 interleaved blocks
 
     python bench/experiments/cpu_dispatch_fusion.py [THREADS]   (torch's threads for eager)
 """
-import sys, warnings, statistics, time
-warnings.filterwarnings("ignore")
+
+import statistics
+import sys
+import time
+import warnings
+
 import torch
+
 import braze
 from braze.zoo import WORKLOADS
+
+warnings.filterwarnings("ignore")
 FLAG = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 torch.set_num_threads(threads)
