@@ -87,12 +87,23 @@ def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
                 new = _call(graph, mode, node.target, args, dict(node.kwargs))
             if _val(new).dtype != result.dtype:
                 new = _call(graph, mode, prims.convert_element_type.default, (new, result.dtype))
-        new.meta = {**node.meta, "val": new.meta["val"]}
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
+        _replace(graph, node, new)
         count += 1
+    return _finish(graph_module, count)
+
+
+def _replace(graph, node, new) -> None:
+    """`new` takes `node`'s place: its metadata (source location) and every use."""
+    new.meta = {**node.meta, "val": new.meta["val"]}
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+
+
+def _finish(graph_module, count: int, dead_code: bool = False) -> int:
     if count:
-        graph.lint()
+        if dead_code:
+            graph_module.graph.eliminate_dead_code()
+        graph_module.graph.lint()
         graph_module.recompile()
     return count
 
@@ -120,12 +131,6 @@ def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
         with graph.inserting_before(node):
             new = _call(graph, mode, aten.zeros.default, (list(result.shape),),
                         {"dtype": result.dtype, "device": result.device})
-        new.meta = {**node.meta, "val": new.meta["val"]}
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
+        _replace(graph, node, new)
         count += 1
-    if count:
-        graph.eliminate_dead_code()
-        graph.lint()
-        graph_module.recompile()
-    return count
+    return _finish(graph_module, count, dead_code=True)
