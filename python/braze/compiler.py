@@ -472,6 +472,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
     progress.stage("export")
     exported = cache_key = quick = None
+    quick_miss = "no quick key for this model"  # why a quick key found nothing, for the report
     if compile_cache.enabled(cache):
         from . import quickkey
         from .tuning import default_path
@@ -486,10 +487,11 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where,
                                    quickkey.pipeline_inputs(pipeline, fusion, precision), tuning, found_versions)
         if quick is not None:
-            found, why = quickkey.lookup(quick, model)
+            found, quick_miss = quickkey.lookup(quick, model)
             hit = compile_cache.load(found, model, runtime, load) if found else None
             if hit is not None:
                 return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
+            quick_miss = quick_miss or "the quick key's entry did not load"
         from . import frontend
 
         t0 = time.perf_counter()
@@ -502,7 +504,9 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         if hit is not None:
             if quick is not None:
                 quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs, hit)
-            return _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
+            hit = _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
+            hit.report.extra["cache"]["quick_miss"] = quick_miss
+            return hit
     progress.stage("import and braze's passes")
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
@@ -553,7 +557,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     progress.stage("done")
     if cache_key is not None:
         stored = compile_cache.store(cache_key, module)
-        report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None}
+        report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None, "quick_miss": quick_miss}
         if stored and quick is not None:
             report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs,
                                                                    module)

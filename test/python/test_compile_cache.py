@@ -206,6 +206,7 @@ def test_a_changed_global_is_caught_by_the_probe(cache_dir, user_code):
     module.SCALE = 3.0  # what forward() computes changed; the model object and its files did not
     again = braze.compile(model, x)
     assert again.report.extra["cache"]["hit"] is False  # the probe differs; the export key too
+    assert again.report.extra["cache"]["quick_miss"] == "eager's outputs on the probe changed"
     with torch.no_grad():
         torch.testing.assert_close(again(x), model(x))
     module.SCALE = 1.0  # the first entry again: found by export (the quick index names the second)
@@ -223,6 +224,7 @@ def test_a_changed_helper_file_is_not_a_quick_hit(cache_dir, user_code):
     os.utime(helper, ns=(helper.stat().st_atime_ns, helper.stat().st_mtime_ns + 10**9))
     again = braze.compile(model, x)
     assert again.report.extra["cache"]["hit"] is True and again.report.extra["cache"]["quick"] is False
+    assert again.report.extra["cache"]["quick_miss"] == f"{helper.resolve()} changed"
     assert braze.compile(model, x).report.extra["cache"]["quick"] is True  # remembered anew
 
 

@@ -12,8 +12,9 @@ freed) and launches it, one driver call instead of one per step (a launch costs 
 time, which a layer of fast kernels otherwise waits on; bench/NOTES.md §20, §21).
 Under the caller's own graph capture the steps are launched as they are (and captured).
 Results are torch tensors ordered after the call's work on that stream, as any torch op's, so
-they are usable at once there, under `torch.cuda.graph` capture too. Kernel parameters follow IREE's CUDA ABI: each binding as a device pointer (base +
-offset), then each 32-bit push constant (runtime/src/iree/hal/drivers/cuda).
+they are usable at once there, under `torch.cuda.graph` capture too. Kernel parameters follow
+IREE's CUDA ABI: each binding as a device pointer (base + offset), then each 32-bit push
+constant (runtime/src/iree/hal/drivers/cuda).
 """
 
 from __future__ import annotations
