@@ -3,7 +3,8 @@
 
     fusion-default-pipeline     group elementwise chains and lower each group to one generic
     fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only
-    fusion-cpu-pipeline         braze.compile(device="cpu")
+    fusion-cpu-pipeline         braze.compile(device="cpu"): also convolutions as matmuls and
+                                IREE's data tiling for contractions with a constant operand
     fusion-vulkan-pipeline      braze.compile(device="vulkan")
     fusion-cuda-pipeline        braze.compile(device="cuda"): also convolutions as matmuls,
                                 padded and split matmuls, kernel and matmul tiles
@@ -42,10 +43,17 @@ class BaselinePipeline(PassPipeline):
 @dataclass(frozen=True)
 class CpuPipeline(PassPipeline):
     name = "fusion-cpu-pipeline"
-    summary = "What braze.compile(device='cpu') runs: fusion-default-pipeline (llvm-cpu keeps IREE's own tiles)"
+    summary = ("What braze.compile(device='cpu') runs: convolutions as im2col + matmul, fusion-default-pipeline, "
+               "and IREE's data tiling where a contraction reads a constant operand")
+
+    conv: str = option("im2col", "Convolutions: im2col (braze's im2col copy + matmul, which data tiling "
+                                 "packs) or direct (IREE's convolution code)", check=one_of("im2col", "direct"))
+    data_tiling: str = option("auto", "IREE's data tiling and mmt4d microkernels (fusion-cpu-codegen): auto, on, off",
+                              check=one_of("auto", "on", "off"))
 
     def expand(self) -> str:
-        return "fusion-default-pipeline"
+        conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
+        return f"{conv}fusion-default-pipeline,fusion-cpu-codegen{{data-tiling={self.data_tiling}}}"
 
 
 @register

@@ -203,6 +203,11 @@ it was measured; `iree_flags=["--iree-dispatch-creation-enable-aggressive-fusion
 it off (a later flag wins)."""
 
 
+DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
+"""llvm-cpu: pack contraction operands into the host's vector tiles and run IREE's mmt4d
+microkernels; braze passes them where fusion-cpu-codegen chose data tiling (bench/NOTES.md §24)."""
+
+
 def _common_flags(target: Target, float64: bool) -> list[str]:
     """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
     default, which changed the dtype and precision of float64 models' results). Others keep

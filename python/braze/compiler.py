@@ -527,7 +527,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         else:
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
-    compiled = backend.compile_for_target(lowered.bytecode(), tgt, _flag_list(iree_flags),
+    compiled = backend.compile_for_target(lowered.bytecode(), tgt, list(lowered.iree_flags) + _flag_list(iree_flags),
                                           output_storage=output_storage, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}",
                                           float64=lowered.float64, launch_plan=plan_sizes)
@@ -589,6 +589,8 @@ class Lowered:
     """Program outputs that may alias an input or a constant: the runtime returns copies."""
     float64: bool = False
     """Whether the program takes or returns float64 tensors (IREE must not demote float64)."""
+    iree_flags: tuple[str, ...] = ()
+    """iree-compile flags braze's pipeline chose (fusion-cpu-codegen's data tiling), before the user's."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -615,6 +617,8 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.kernels.build import available as kernels_available
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
+    from braze._mlir import ir
+    from braze.passes.cpu_codegen import DATA_TILING_ATTR
     from braze.passes.report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused
@@ -652,6 +656,17 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.fusion_text = fusion_report.summary_text()
         written, aliased = abi.hazards(module_op)
         failing = abi.failing_asserts(module_op)
+        tiling = (ir.StringAttr(module_op.attributes[DATA_TILING_ATTR]).value
+                  if DATA_TILING_ATTR in module_op.attributes else None)
+    iree_flags: tuple[str, ...] = ()
+    if tgt.device == "cpu":
+        from .backend import DATA_TILING_FLAGS
+
+        if tiling is not None:
+            iree_flags = DATA_TILING_FLAGS
+            report.cpu_codegen = f"data tiling, mmt4d microkernels: {tiling}"
+        else:
+            report.cpu_codegen = "IREE's default loops (no data tiling: no contraction reads a constant operand)"
     if failing:
         from .errors import UnsupportedOpError
         from braze.passes.report import short_location
@@ -667,4 +682,5 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     # IREE's CUDA reduction fail to compile ("failed to distribute").
     sig = imported.signature
     float64 = any(s.dtype == "float64" for s in sig.program_inputs + sig.outputs)
-    return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64)
+    return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
+                   iree_flags)

@@ -38,6 +38,9 @@ class Report:
     dispatch_fusion: str = ""
     """CUDA: how IREE formed dispatches: 'aggressive' (reductions with their consumers,
     backend.AGGRESSIVE_FUSION) or 'default' with why (aggressive fusion failed to compile)."""
+    cpu_codegen: str = ""
+    """CPU: how IREE compiles the contractions: 'data tiling (...): why' (packed operands, mmt4d
+    microkernels; fusion-cpu-codegen) or IREE's default, with why."""
     decisions: list[str] = field(default_factory=list)
     """The rewrites braze's passes decided to make, in order ('pass: what'); see compile(decision_limit=)."""
     attention: dict[str, int] = field(default_factory=dict)
@@ -78,6 +81,8 @@ class Report:
             rows.append(("IREE dispatch fusion", self.dispatch_fusion))
         if self.launch_plan:
             rows.append(("CUDA launch plan", self.launch_plan))
+        if self.cpu_codegen:
+            rows.append(("CPU contractions", self.cpu_codegen))
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
         if self.kernels:

@@ -5,6 +5,8 @@
 // CHECK: braze passes
 // CHECK: fusion-configure-kernels - {{.+}}
 // CHECK: target=<str> (default: '') {{.+}}
+// CHECK: fusion-cpu-codegen - {{.+}}
+// CHECK: data-tiling=<str> (default: 'auto') {{.+}}
 // CHECK: fusion-form-groups - {{.+}}
 // CHECK: recompute-multi-use=<bool> (default: true) {{.+}}
 // CHECK: max-recompute-flops=<int> (default: 16) {{.+}}
@@ -15,7 +17,9 @@
 // CHECK: fusion-baseline-pipeline - {{.+}}
 // CHECK-NEXT: = canonicalize,cse
 // CHECK: fusion-cpu-pipeline - {{.+}}
-// CHECK-NEXT: = fusion-default-pipeline
+// CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
+// CHECK-NEXT: data-tiling=<str> (default: 'auto') {{.+}}
+// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-cpu-codegen{data-tiling=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}

@@ -1,0 +1,90 @@
+"""fusion-cpu-codegen: choose how IREE's llvm-cpu back end compiles the module's contractions.
+
+    module {                                   module attributes {braze.data_tiling =
+      %w = arith.constant dense<...>             "linalg.matmul 64x512x512 reads a constant operand"} {
+      %y = linalg.matmul ins(%x, %w ...)   ->    (the ops unchanged)
+    }
+
+IREE 3.13's llvm-cpu back end compiles a matmul as it stands, in a row-major loop nest, unless
+data tiling is on (`--iree-opt-data-tiling=true`, off by default in 3.13): then each operand is
+packed into tiles of the host's vector width (pack/unpack dispatches) and the product is
+IREE's `mmt4d` microkernel (`--iree-llvmcpu-enable-ukernels=all`). A constant operand (a
+Linear's weight, a convolution's after fusion-conv-to-matmul) is packed once, when the module
+is loaded, so only the activations pay for packing. Measured on a 2-core EPYC (AVX2, one
+thread; bench/NOTES.md §24, `bench/experiments/cpu_contractions.py`): the GELU MLP 0.69x ->
+1.10x of eager, the BERT layer 0.79x -> 1.00x, ResNet-18 (with its convolutions as matmuls)
+0.17x -> 1.13x. Where no contraction has a constant operand (attention alone: both products
+are of activations), packing is paid on both sides every call and it lost (0.77x -> 0.64x).
+
+So, with `data-tiling=auto` (the default), data tiling is on when some contraction reads an
+operand computed from constants only; the module attribute `braze.data_tiling` names it, and
+braze.compile turns it into IREE's flags (`backend.data_tiling_flags`). `on` and `off` force it.
+The choice is a decision (`compile(decision_limit=)` can bisect it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from braze._mlir import ir
+from braze.irutil import all_ops
+
+from .registry import ModulePass, decide, one_of, option, register
+
+DATA_TILING_ATTR = "braze.data_tiling"
+"""String attribute on the module: data tiling is on, and why (the contraction that asked for it)."""
+
+CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
+                "linalg.batch_matmul_transpose_a", "linalg.batch_matmul_transpose_b", "linalg.vecmat",
+                "linalg.matvec", "linalg.batch_matvec")
+
+_SOURCES = ("arith.constant", "tensor.empty", "ml_program.global_load_const")
+
+
+@register
+@dataclass(frozen=True)
+class CpuCodegenPass(ModulePass):
+    name = "fusion-cpu-codegen"
+    summary = ("Choose IREE llvm-cpu data tiling (packed operands, mmt4d microkernels) for the "
+               "module's contractions: on where one reads a constant operand")
+
+    data_tiling: str = option("auto", "auto (where a contraction reads a constant operand), on, off",
+                              check=one_of("auto", "on", "off"))
+
+    def run(self, module: ir.Operation) -> None:
+        if DATA_TILING_ATTR in module.attributes:
+            del module.attributes[DATA_TILING_ATTR]
+        if self.data_tiling == "off":
+            return
+        why = "forced (data-tiling=on)" if self.data_tiling == "on" else _constant_contraction(module)
+        if why and decide(self.name, f"data tiling: {why}"):
+            module.attributes[DATA_TILING_ATTR] = ir.StringAttr.get(why)
+
+
+def _constant_contraction(module: ir.Operation) -> str:
+    """The first contraction with an operand computed from constants only, described; '' if none."""
+    constant: dict[ir.Value, bool] = {}
+    for op in all_ops(module):
+        if not op.results:
+            continue
+        known = op.name in _SOURCES or (bool(op.operands) and all(constant.get(v, False) for v in op.operands))
+        for r in op.results:
+            constant[r] = known
+        if _is_contraction(op):
+            inputs = list(op.operands)[:2]
+            if any(constant.get(v, False) for v in inputs):
+                return f"{op.name} ({', '.join(str(v.type) for v in inputs)}) reads a constant operand"
+    return ""
+
+
+def _is_contraction(op: ir.Operation) -> bool:
+    if op.name in CONTRACTIONS:
+        return True
+    if op.name != "linalg.generic" or "reduction" not in str(op.attributes["iterator_types"]):
+        return False
+    g = op.opview
+    if len(list(g.inputs)) != 2:
+        return False
+    body = [o.operation.name for o in g.regions[0].blocks[0].operations]
+    return any(n in body for n in ("arith.mulf", "arith.muli")) and any(n in body for n in ("arith.addf", "arith.addi"))
+

@@ -1,0 +1,59 @@
+// RUN: braze-opt %s --split-input-file -p fusion-cpu-codegen | FileCheck %s
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{data-tiling=off}' | FileCheck %s --check-prefix=OFF
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{data-tiling=on}' | FileCheck %s --check-prefix=ON
+
+// A Linear's matmul reads its weight, a constant seen through a transpose: data tiling is on,
+// and the attribute names the contraction that asked for it. The ops are unchanged.
+// CHECK: module attributes {braze.data_tiling = "linalg.matmul (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand"}
+// CHECK: linalg.transpose
+// CHECK: linalg.matmul
+// OFF-NOT: braze.data_tiling
+// ON: module attributes {braze.data_tiling = "forced (data-tiling=on)"}
+func.func @linear(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]]> : tensor<2x8xf32>
+  %e = tensor.empty() : tensor<8x2xf32>
+  %wt = linalg.transpose ins(%w : tensor<2x8xf32>) outs(%e : tensor<8x2xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  %o = tensor.empty() : tensor<4x2xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %y = linalg.matmul ins(%x, %wt : tensor<4x8xf32>, tensor<8x2xf32>) outs(%init : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Attention's products are of activations only: packing would be paid on both sides every
+// call, so auto leaves IREE's default (no attribute).
+// CHECK: module {
+// CHECK-NEXT: func.func @scores
+// CHECK: linalg.batch_matmul
+// ON: braze.data_tiling = "forced (data-tiling=on)"
+func.func @scores(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %o = tensor.empty() : tensor<2x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = linalg.batch_matmul ins(%q, %k : tensor<2x4x8xf32>, tensor<2x8x4xf32>) outs(%init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %s : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A matmul written as a linalg.generic (a multiply-add reduction) counts as a contraction too.
+// CHECK: module attributes {braze.data_tiling = "linalg.generic (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand"}
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @generic_matmul(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  %w = arith.constant dense<0.5> : tensor<8x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %o = tensor.empty() : tensor<4x2xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%o : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %y = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) outs(%init : tensor<4x2xf32>) {
+  ^bb0(%l: f32, %r: f32, %acc: f32):
+    %p = arith.mulf %l, %r : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}

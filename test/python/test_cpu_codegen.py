@@ -1,0 +1,93 @@
+"""The CPU pipeline's contraction choices (fusion-cpu-pipeline: convolutions as im2col + matmul,
+fusion-cpu-codegen's data tiling): results against eager in float64 on random data, and the
+choice in the report."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import braze
+
+
+class Block(torch.nn.Module):
+    """A Linear + GELU + Linear (weights: data tiling packs them once) on ragged sizes no vector
+    tile divides, then a strided, padded convolution with BatchNorm (as im2col + matmul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(37, 53)
+        self.down = torch.nn.Linear(53, 19)
+        self.conv = torch.nn.Conv2d(3, 11, 3, 2, 1)
+        self.bn = torch.nn.BatchNorm2d(11)
+
+    def forward(self, x, img):
+        y = self.down(F.gelu(self.up(x)))
+        return y, F.relu(self.bn(self.conv(img)))
+
+
+def _model():
+    torch.manual_seed(0)
+    model = Block().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    return model, (torch.randn(13, 37), torch.randn(2, 3, 17, 15))
+
+
+def _check(compiled, model, args):
+    with torch.no_grad():
+        want = model.double()(*(a.double() for a in args))
+        model.float()
+    got = compiled(*args)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        err = float((g.double() - w).abs().max() / w.abs().max())
+        assert err < 1e-5, err
+
+
+def test_data_tiling_is_chosen_for_weights_and_matches_float64():
+    model, args = _model()
+    compiled = braze.compile(model, *args, cache=False)
+    assert compiled.report.cpu_codegen.startswith("data tiling"), compiled.report.cpu_codegen
+    assert "reads a constant operand" in compiled.report.cpu_codegen
+    assert any(d.startswith("fusion-cpu-codegen: data tiling") for d in compiled.report.decisions)
+    assert any(d.startswith("fusion-conv-to-matmul:") for d in compiled.report.decisions)
+    assert "CPU contractions" in compiled.report.table()
+    _check(compiled, model, args)
+
+
+@pytest.mark.parametrize("pipeline", ["fusion-cpu-pipeline{data-tiling=off}", "fusion-cpu-pipeline{conv=direct}",
+                                      "fusion-cpu-pipeline{data-tiling=on conv=direct}"])
+def test_each_choice_matches_float64(pipeline):
+    model, args = _model()
+    compiled = braze.compile(model, *args, cache=False, pipeline=pipeline)
+    tiled = compiled.report.cpu_codegen.startswith("data tiling")
+    assert tiled == ("data-tiling=off" not in pipeline)
+    assert any(d.startswith("fusion-conv-to-matmul:") for d in compiled.report.decisions) == ("conv=direct" not in pipeline)
+    _check(compiled, model, args)
+
+
+def test_attention_alone_keeps_iree_default():
+    """Both products read activations: no data tiling (it measured slower, bench/NOTES.md §24)."""
+
+    class Scores(torch.nn.Module):
+        def forward(self, q, k, v):
+            return torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-1) @ v
+
+    torch.manual_seed(1)
+    args = tuple(torch.randn(2, 3, 16, 8) for _ in range(3))
+    compiled = braze.compile(Scores().eval(), *args, cache=False)
+    assert compiled.report.cpu_codegen.startswith("IREE's default"), compiled.report.cpu_codegen
+    want = Scores()(*(a.double() for a in args))
+    assert float((compiled(*args).double() - want).abs().max()) < 1e-5
+
+
+def test_a_users_flag_overrides_the_choice():
+    """The user's iree_flags come after braze's: --iree-opt-data-tiling=false wins (no pack
+    dispatches: as few dispatches as the data-tiling=off pipeline)."""
+    model, args = _model()
+    off = braze.compile(model, *args, cache=False, pipeline="fusion-cpu-pipeline{data-tiling=off}")
+    user = braze.compile(model, *args, cache=False, iree_flags=["--iree-opt-data-tiling=false"])
+    on = braze.compile(model, *args, cache=False)
+    assert user.report.dispatch_count == off.report.dispatch_count < on.report.dispatch_count
+    _check(user, model, args)
