@@ -9,6 +9,7 @@ needs torch, torch-mlir and iree-base-compiler.
 
 from .check import CheckResult, check
 from .compiler import CompiledModule, __version__, compile, load
+from .dynamic import DynamicModule
 from .errors import (
     ArtifactError,
     ArtifactExistsError,
@@ -28,7 +29,7 @@ from .targets import available_devices
 from . import dynamo  # noqa: E402  (torch.compile(backend="braze"); imports no torch until used)
 
 __all__ = [
-    "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError",
+    "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",
     "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
     "__version__", "available_devices", "check", "compile", "dynamo", "load",
 ]

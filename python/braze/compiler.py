@@ -134,6 +134,8 @@ class CompiledModule:
 
             self._names = [describe_path(p) for _, p in flat]
         state = self.state()
+        if self.signature.dims:
+            self.signature.check_dims(values, self._names)
         mutations = self.signature.mutations
         if mutations:
             _check_writable(mutations, values, self._names)
@@ -400,7 +402,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
             attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
             cache: bool | None = None, partial: bool = False, precision: str | None = None,
-            **options) -> CompiledModule:
+            dynamic_shapes=None, specialize: str = "example", **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -439,9 +441,29 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       float32: 3xTF32), 'high' (TF32), or None (the default: as torch would, matmuls in TF32 only
       where torch.backends.cuda.matmul.allow_tf32 is set, convolutions where
       torch.backends.cudnn.allow_tf32 is, which it is by default). The report's pipeline says which.
+    dynamic_shapes: sizes that change from call to call, in torch.export's form (e.g.
+      {"x": {0: torch.export.Dim("batch", max=64)}}): the result is a DynamicModule, which runs a
+      build with those sizes dynamic (IREE's dynamic dimensions; braze's passes leave ops whose
+      sizes are dynamic to IREE, and it runs on iree.runtime) for every size in range, and
+      a static build (every braze pass, generated kernels, the CUDA launch plan) for the shapes
+      of the example inputs: at most two compiles for any number of sizes (braze.dynamic).
+    specialize: which shapes get the static build beside the dynamic one: 'example' (the
+      default: the example inputs' shapes) or 'none' (the dynamic build alone).
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
+    if dynamic_shapes is not None:
+        from .dynamic import compile_dynamic
+
+        if partial:
+            raise InputError("dynamic_shapes= with partial=True is not supported yet: compile the dynamic "
+                             "model whole (partial=False)")
+        return compile_dynamic(compile, _compile_dynamic_build, model, example_inputs, example_kwargs, dynamic_shapes,
+                               specialize, dict(device=device, target=target, fusion=fusion, pipeline=pipeline,
+                                                iree_flags=iree_flags, attention=attention, decision_limit=decision_limit,
+                                                cache=cache, precision=precision),
+                               dict(output_storage=output_storage, transient_storage=transient_storage,
+                                    runtime=runtime))
     if partial:
         from .partition import compile_partial
 
@@ -466,9 +488,21 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
                                cache, precision)
 
 
+def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, device, target, fusion, pipeline,
+                           iree_flags, attention, decision_limit, cache, precision) -> "CompiledModule":
+    """The dynamic build of braze.compile(dynamic_shapes=...): IREE's own buffers for results and
+    intermediates (their sizes are known at run time only), on iree.runtime."""
+    from .progress import Progress
+
+    with Progress(type(model).__name__ + " (dynamic)") as progress:
+        return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
+                               False, False, iree_flags, attention, decision_limit, "iree", cache, precision,
+                               dynamic_shapes)
+
+
 def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
                     output_storage, transient_storage, iree_flags, attention, decision_limit, runtime, cache,
-                    precision):
+                    precision, dynamic_shapes=None):
     """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
     progress.stage("export")
     exported = cache_key = quick = None
@@ -482,6 +516,10 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         choices = {"fusion": fusion, "pipeline": pipeline, "output_storage": output_storage,
                    "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
                    "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
+        if dynamic_shapes is not None:
+            from .dynamic import describe_dynamic_shapes
+
+            choices["dynamic_shapes"] = describe_dynamic_shapes(dynamic_shapes)
         where, tuning, found_versions = f"{tgt.device} {tgt.arch}", str(default_path()), versions()
         # What decides the pipeline's text, without importing the passes (and MLIR) to print it.
         quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where,
@@ -495,7 +533,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         from . import frontend
 
         t0 = time.perf_counter()
-        exported = frontend.export(model, example_inputs, example_kwargs or {})
+        exported = frontend.export(model, example_inputs, example_kwargs or {}, dynamic_shapes)
         export_seconds = time.perf_counter() - t0
         cache_key = compile_cache.key(exported, choices, where, pipeline or device_pipeline(tgt, fusion, precision),
                                       tuning, found_versions)
@@ -510,7 +548,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     progress.stage("import and braze's passes")
     lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
                     example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
-                    exported=exported, precision=precision)
+                    exported=exported, precision=precision, dynamic_shapes=dynamic_shapes)
     tgt, report = lowered.target, lowered.report
     if exported is not None:
         report.stage_seconds["export"] = export_seconds
@@ -607,7 +645,8 @@ class Lowered:
 
 def lower(model, *example_inputs, device: str = "cpu", target: str | None = None, fusion: bool = True,
           pipeline: str | None = None, example_kwargs: dict | None = None, attention: bool | None = None,
-          decision_limit: int | None = None, exported=None, precision: str | None = None) -> Lowered:
+          decision_limit: int | None = None, exported=None, precision: str | None = None,
+          dynamic_shapes=None) -> Lowered:
     """The first half of braze.compile (same arguments): export, import, run braze's pipeline.
     `braze compile --emit mlir` prints its result; braze.compile hands it to IREE."""
     tgt = resolve(device, target)
@@ -632,7 +671,8 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     import torch
 
     imported = frontend.import_model(model, example_inputs, example_kwargs or {},
-                                     attention=frozenset(getattr(torch, d) for d in dtypes), exported=exported)
+                                     attention=frozenset(getattr(torch, d) for d in dtypes), exported=exported,
+                                     dynamic_shapes=dynamic_shapes)
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)
     report.attention = dict(imported.attention)

@@ -13,7 +13,8 @@ keyword arguments (device, target, fusion, attention, runtime, iree_flags, ...).
 A graph runs in eager instead, with one BrazeWarning saying why, when:
 - it needs autograd (grad mode on and an input or parameter that requires grad: braze computes
   no gradients), so training under torch.compile(backend="braze") stays correct;
-- it takes symbolic sizes (Dynamo's dynamic shapes: braze compiles static shapes);
+- it takes symbolic sizes (Dynamo's dynamic shapes: not yet handed to braze's dynamic builds;
+  braze.compile(..., dynamic_shapes=...) compiles them outside torch.compile);
 - braze cannot compile it at all (the warning says why).
 A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.partition;
 options={"partial": False} turns that off): those ops run in eager, listed in the graph's
@@ -120,8 +121,9 @@ def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None
                                  "for inference: call it under torch.no_grad() or torch.inference_mode()")
     if not all(isinstance(t, torch.Tensor) for t in example_inputs):
         kinds = sorted({type(t).__name__ for t in example_inputs if not isinstance(t, torch.Tensor)})
-        return _eager(gm, graph, f"it takes {', '.join(kinds)} inputs (dynamic shapes); braze compiles static "
-                                 "shapes: torch.compile(..., dynamic=False)")
+        return _eager(gm, graph, f"it takes {', '.join(kinds)} inputs (dynamic shapes), which braze's backend "
+                                 "does not compile yet: torch.compile(..., dynamic=False), or "
+                                 "braze.compile(model, x, dynamic_shapes=...)")
     spec, all_tensors = _output_structure(gm)
     if not all_tensors:
         return _eager(gm, graph, "it returns values that are not tensors")

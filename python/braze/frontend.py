@@ -85,8 +85,9 @@ def _quiet_torch():
             shapes_log.setLevel(level)
 
 
-def export(model, args: tuple, kwargs: dict):
-    """torch.export the model; a failure becomes an ExportError naming the model."""
+def export(model, args: tuple, kwargs: dict, dynamic_shapes=None):
+    """torch.export the model; a failure becomes an ExportError naming the model.
+    dynamic_shapes: torch.export's argument (which sizes are symbolic), or None (all static)."""
     if not isinstance(model, torch.nn.Module):
         raise ExportError(
             f"braze.compile expects a torch.nn.Module, got {type(model).__name__}. "
@@ -96,13 +97,13 @@ def export(model, args: tuple, kwargs: dict):
     try:
         with _quiet_torch():
             try:
-                return torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+                return torch.export.export(model, tuple(args), dict(kwargs), strict=False, dynamic_shapes=dynamic_shapes)
             except Exception as e:
                 if "DataDependent" not in type(e).__name__:
                     raise
             # int(t), float(t) or t.item() used as a Python number: non-strict tracing must guard
             # on its value; Dynamo's strict capture keeps it symbolic.
-            return torch.export.export(model, tuple(args), dict(kwargs), strict=True)
+            return torch.export.export(model, tuple(args), dict(kwargs), strict=True, dynamic_shapes=dynamic_shapes)
     except Exception as e:  # torch.export raises many types; all mean "cannot capture"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExportError(
@@ -136,7 +137,7 @@ def _distinct_examples(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 
 def import_model(model, args: tuple = (), kwargs: dict | None = None,
-                 attention: frozenset = frozenset(), exported=None) -> ImportedModule:
+                 attention: frozenset = frozenset(), exported=None, dynamic_shapes=None) -> ImportedModule:
     """Export and import a model to linalg-on-tensors IR.
 
     attention: torch dtypes whose attention becomes one tm_tensor.attention op (see
@@ -148,10 +149,10 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None,
     kwargs = kwargs or {}
     if attention:
         try:
-            return _import(model, args, kwargs, frozenset(attention), exported)
+            return _import(model, args, kwargs, frozenset(attention), exported, dynamic_shapes)
         except _AttentionNotLowered:
             exported = None  # the first attempt rewrote its graph: export again
-    return _import(model, args, kwargs, frozenset(), exported)
+    return _import(model, args, kwargs, frozenset(), exported, dynamic_shapes)
 
 
 class _AttentionNotLowered(Exception):
@@ -159,13 +160,14 @@ class _AttentionNotLowered(Exception):
     covers fewer forms than the decomposition: a 2-D mask, 2-D inputs)."""
 
 
-def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=None) -> ImportedModule:
+def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=None,
+            dynamic_shapes=None) -> ImportedModule:
     """`exported`: the model's torch.export result when the caller already has it (the
     compile cache's key is made of it); this import consumes it (its graph is rewritten)."""
     times = {}
     t0 = time.perf_counter()
     if exported is None:
-        exported = export(model, args, kwargs)
+        exported = export(model, args, kwargs, dynamic_shapes)
     FxImporter, torch_dialect, table = fx_importer()
     from .decompositions import extra_decompositions
 

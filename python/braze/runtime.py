@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ArtifactError, DeviceError, InputError
-from .signature import TensorSpec
+from .signature import DYNAMIC, TensorSpec
 from .targets import Target, check_runnable
 
 try:
@@ -129,7 +129,8 @@ class Program:
         self._imported: list = [None] * len(self.inputs)  # (tensor, view key, view)
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
         if transient_storage:
-            # braze compiles static shapes, so IREE states the size as a constant.
+            # Only static builds take transient storage (dynamic ones leave it to IREE), so IREE
+            # states the size as a constant.
             reflection = self._fn.reflection
             constant = reflection.get("iree.abi.transients.size.constant")
             if constant is None and any(k.startswith("iree.abi.transients.size") for k in reflection):
@@ -209,7 +210,8 @@ class Program:
             )
         if kind not in ("cpu", "cuda"):
             raise InputError(f"{name} is on {value.device}; braze takes CPU or CUDA tensors")
-        if value.dtype is not _torch_dtype(spec.dtype) or tuple(value.shape) != tuple(spec.shape):
+        if value.dtype is not _torch_dtype(spec.dtype) or (tuple(value.shape) != tuple(spec.shape)
+                                                           and not spec.matches(value.shape)):
             _check(name, spec, list(value.shape), str(value.dtype).replace("torch.", ""))
         same_device = (kind == "cpu" and self.target.driver == "local-task") or (
             kind == "cuda" and self.target.driver == "cuda"
@@ -304,7 +306,7 @@ class Program:
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
         """Run the program; return numpy arrays on the host (always copies)."""
         views = self.invoke(values, names)
-        return [self._to_host(bv, spec) for bv, spec in zip(views, self.outputs)]
+        return [self._to_host(bv, spec.concrete(bv.shape)) for bv, spec in zip(views, self.outputs)]
 
     def call_torch(self, values: list, names: list[str]) -> list:
         """Run the program; return torch tensors on the module's device without host copies
@@ -328,6 +330,7 @@ class Program:
         views = self.invoke(values, names, storage)
         outputs = []
         for i, (tensor, bv, spec) in enumerate(zip(tensors, views, self.outputs)):
+            spec = spec.concrete(bv.shape)
             dtype = _torch_dtype(spec.dtype)
             if tensor is None and 0 in spec.shape:
                 tensor = torch.empty(spec.shape, dtype=dtype, device=device or "cpu")
@@ -401,9 +404,9 @@ def _torch_dtype(name: str):
 
 
 def _dims(tensor_type: str) -> list[int]:
-    """[4, 8] for 'tensor<4x8xf32>', [] for 'tensor<f32>'."""
+    """[4, 8] for 'tensor<4x8xf32>', [] for 'tensor<f32>', [-1, 8] for 'tensor<?x8xf32>'."""
     parts = tensor_type[len("tensor<"):-1].split("x")
-    return [int(p) for p in parts[:-1] if p.isdigit()]
+    return [int(p) if p.isdigit() else DYNAMIC for p in parts[:-1] if p.isdigit() or p == "?"]
 
 
 def _view_key(t) -> tuple:
@@ -435,8 +438,10 @@ def _check(name: str, spec: TensorSpec, shape: list[int], dtype: str) -> None:
             f"{name}: dtype {dtype} does not match the compiled {spec.describe()}; "
             f"convert it (e.g. x.to(torch.{spec.dtype})) or recompile with an example of this dtype"
         )
-    if list(shape) != list(spec.shape):
+    if not spec.matches(shape):
         raise InputError(
             f"{name}: shape [{', '.join(map(str, shape))}] does not match the compiled "
-            f"{spec.describe()}; braze compiles for static shapes: recompile with an example of this shape"
+            f"{spec.describe()}; " + ("the sizes shown are fixed" if spec.dynamic else
+                                      "braze compiled static shapes: recompile with an example of this "
+                                      "shape, or with dynamic_shapes=")
         )

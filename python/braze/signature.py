@@ -18,16 +18,33 @@ DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16"
 """Tensor dtypes braze can pass to and from IREE, by torch's name without 'torch.'."""
 
 
+DYNAMIC = -1
+"""A dimension of a dynamic build (braze.compile(dynamic_shapes=...)) whose size is known at run time."""
+
+
 @dataclass
 class TensorSpec:
     shape: list[int]
+    """Sizes; DYNAMIC (-1) for a dimension the program takes at run time."""
     dtype: str
 
     def to_json(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     def describe(self) -> str:
-        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+        return f"{self.dtype}[{', '.join('?' if d == DYNAMIC else str(d) for d in self.shape)}]"
+
+    @property
+    def dynamic(self) -> bool:
+        return DYNAMIC in self.shape
+
+    def matches(self, shape) -> bool:
+        """Whether a tensor of `shape` fits: same rank, same size wherever this one is static."""
+        return len(shape) == len(self.shape) and all(s == DYNAMIC or s == d for s, d in zip(self.shape, shape))
+
+    def concrete(self, shape) -> "TensorSpec":
+        """This spec with the sizes of an actual tensor (itself when it is static)."""
+        return TensorSpec(list(shape), self.dtype) if self.dynamic else self
 
 
 @dataclass
@@ -58,6 +75,9 @@ class Signature:
     """User output leaves that are not tensors: leaf index -> ["const", value] (returned as is,
     not computed) or ["int" | "float" | "bool", None] (a 0-d program output turned back into a
     Python number)."""
+    dims: list[dict] = field(default_factory=list)
+    """A dynamic build's symbolic sizes: {"name": torch.export's symbol, "min", "max" (None: no
+    bound), "at": [[input, dimension], ...] (every user input dimension of that size)}."""
 
     @property
     def program_inputs(self) -> list[TensorSpec]:
@@ -79,6 +99,7 @@ class Signature:
             "state_specs": [t.to_json() for t in self.state_specs],
             "mutations": self.mutations,
             "out_scalars": {str(k): list(v) for k, v in self.out_scalars.items()},
+            "dims": self.dims,
         }
 
     @classmethod
@@ -95,13 +116,15 @@ class Signature:
             state_specs=[spec(t) for t in data.get("state_specs", [])],
             mutations=[{"kind": str(m["kind"]), "index": int(m["index"])} for m in data.get("mutations", [])],
             out_scalars={int(k): [str(v[0]), v[1]] for k, v in data.get("out_scalars", {}).items()},
+            dims=[{"name": str(d["name"]), "min": d.get("min"), "max": d.get("max"),
+                   "at": [[int(i), int(j)] for i, j in d["at"]]} for d in data.get("dims", [])],
         )
         signature.validate()
         return signature
 
     def validate(self) -> None:
         """ValueError when the parts do not fit together (a damaged artifact)."""
-        if any(t.dtype not in DTYPES or any(d < 0 for d in t.shape)
+        if any(t.dtype not in DTYPES or any(d < DYNAMIC for d in t.shape)
                for t in self.inputs + self.outputs + self.state_specs):
             raise ValueError("a tensor spec has an unknown dtype or a negative dimension")
         if len(self.state) != len(self.state_specs) or len(self.mutations) > len(self.outputs):
@@ -115,6 +138,22 @@ class Signature:
         if computed != len(self.user_outputs) or any(k not in ("const", "int", "float", "bool")
                                                      for k, _ in self.out_scalars.values()):
             raise ValueError(f"the output structure has {leaves} leaves for {len(self.user_outputs)} outputs")
+
+    def check_dims(self, values: list, names: list[str]) -> None:
+        """InputError unless every symbolic size is one size within its range in this call
+        (tensor inputs in program order, after any state)."""
+        offset = len(values) - len(self.inputs)
+        for d in self.dims:
+            sizes = [(values[offset + i].shape[j], names[offset + i], j) for i, j in d["at"]]
+            size, name, j = sizes[0]
+            for other, other_name, k in sizes[1:]:
+                if other != size:
+                    raise InputError(f"{other_name} dimension {k} is {other} but {name} dimension {j} is {size}: "
+                                     f"the model was compiled with both as one size ({d['name']})")
+            low, high = d["min"], d["max"]
+            if (low is not None and size < low) or (high is not None and size > high):
+                raise InputError(f"{name} dimension {j} is {size}, outside the range the model was compiled "
+                                 f"for ({d['name']} in [{low}, {high}]); recompile with a wider Dim")
 
     def flatten_call(self, args: tuple, kwargs: dict) -> list:
         """The tensor leaves of a call, in program order; InputError on a structure mismatch."""
@@ -270,14 +309,19 @@ def signature_from_export(exported, args: tuple, kwargs: dict, state: list = (),
     paths: list[str] = []
     _flatten(in_tree, (tuple(args), dict(kwargs)), "", leaves, paths)
     inputs, constants, names, tensor_index = [], {}, [], {}
+    sig = exported.graph_signature
+    placeholders_by_name = {n.name: n for n in exported.graph.nodes if n.op == "placeholder"}
+    user_inputs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
     for i, (leaf, path) in enumerate(zip(leaves, paths)):
         if isinstance(leaf, torch.Tensor):
             tensor_index[i] = len(inputs)
-            inputs.append(TensorSpec(list(leaf.shape), dtype_name(leaf.dtype)))
+            node = placeholders_by_name.get(user_inputs[i].arg.name) if i < len(user_inputs) else None
+            val = node.meta.get("val") if node is not None else None
+            shape = _spec_shape(val.shape) if isinstance(val, torch.Tensor) else list(leaf.shape)
+            inputs.append(TensorSpec(shape, dtype_name(leaf.dtype)))
             names.append(describe_path(path))
         else:
             constants[i] = leaf
-    sig = exported.graph_signature
     state_names = [name for name, _, _ in state]
     placeholders = {placeholder for _, _, placeholder in state}
     user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT and s.arg.name not in placeholders]
@@ -291,7 +335,7 @@ def signature_from_export(exported, args: tuple, kwargs: dict, state: list = (),
                 "braze compiles models whose outputs are tensors (in tuples, lists or dicts); "
                 f"an output is {type(val).__name__ if val is not None else repr(v)}"
             )
-        outputs.append(TensorSpec(list(val.shape), dtype_name(val.dtype)))
+        outputs.append(TensorSpec(_spec_shape(val.shape), dtype_name(val.dtype)))
         if spec.kind != OutputKind.USER_OUTPUT and len(outputs) - 1 != len(mutations):
             raise InputError("torch.export listed a mutation after the model's outputs; braze expects them first")
         if spec.kind == OutputKind.BUFFER_MUTATION:
@@ -301,4 +345,41 @@ def signature_from_export(exported, args: tuple, kwargs: dict, state: list = (),
     state_specs = [TensorSpec(list(t.shape), dtype_name(t.dtype)) for _, t, _ in state]
     out_scalars = {i: [kind, value] for i, (kind, value) in (scalars or {}).items()}
     return Signature(in_tree, inputs, _tree_from_spec(exported.call_spec.out_spec), outputs, constants, names,
-                     state_names, state_specs, mutations, out_scalars)
+                     state_names, state_specs, mutations, out_scalars, _symbolic_dims(exported, user_inputs,
+                                                                                      tensor_index, placeholders_by_name))
+
+
+def _symbolic_dims(exported, user_inputs, tensor_index: dict, placeholders: dict) -> list[dict]:
+    """Where each plain symbol of a dynamic export sits in the tensor inputs, with its range."""
+    import torch
+
+    found: dict[str, dict] = {}
+    for leaf, tensor in tensor_index.items():
+        node = placeholders.get(user_inputs[leaf].arg.name) if leaf < len(user_inputs) else None
+        val = node.meta.get("val") if node is not None else None
+        if not isinstance(val, torch.Tensor):
+            continue
+        for j, size in enumerate(val.shape):
+            if isinstance(size, int) or not hasattr(size, "node") or not size.node.expr.is_symbol:
+                continue
+            expr = size.node.expr
+            entry = found.setdefault(str(expr), {"name": str(expr), "min": None, "max": None, "at": []})
+            bounds = exported.range_constraints.get(expr)
+            if bounds is not None:
+                entry["min"] = _bound(bounds.lower)
+                entry["max"] = _bound(bounds.upper)
+            entry["at"].append([tensor, j])
+    return list(found.values())
+
+
+def _bound(value):
+    """A range bound as an int, None for infinity."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _spec_shape(shape) -> list[int]:
+    """A traced tensor's sizes, DYNAMIC where torch.export kept a size symbolic."""
+    return [d if isinstance(d, int) else DYNAMIC for d in shape]
