@@ -99,12 +99,13 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
             call = f"func.call @main$impl({', '.join(f'%in{i}' for i in range(len(ins)))}) : ({', '.join(ins)}) -> ({results})"
             lines = [f"%r:{len(outs)} = {call}" if outs else call]
             values = [f"%r#{i}" for i in range(len(outs))]
-            for i, t in enumerate(outs):
+            for i, (t, ty) in enumerate(zip(outs, ftype.results)):
+                dims = _dynamic_dims(lines, values[i], i, t, ty)
                 if output_storage:
-                    lines.append(f"%a{i} = hal.tensor.alias {values[i]} : {t} to %out{i} : !hal.buffer")
+                    lines.append(f"%a{i} = hal.tensor.alias {values[i]} : {t}{dims} to %out{i} : !hal.buffer")
                     values[i] = f"%a{i}"
                 if transient_storage:
-                    lines.append(f"%t{i} = hal.tensor.transients {values[i]} : {t} from %transients : !hal.buffer")
+                    lines.append(f"%t{i} = hal.tensor.transients {values[i]} : {t}{dims} from %transients : !hal.buffer")
                     values[i] = f"%t{i}"
             lines.append(f"return {', '.join(values)} : {results}" if outs else "return")
             body = "\n  ".join(lines)
@@ -119,6 +120,21 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
             del scratch
 
     return hook
+
+
+def _dynamic_dims(lines: list[str], value: str, index: int, text: str, ty) -> str:
+    """'{%d0, ...}': the sizes of a result's dynamic dimensions (read with tensor.dim, the ops
+    appended to `lines`), as hal.tensor ops spell them after the type; '' when it is static."""
+    if not isinstance(ty, iree_ir.RankedTensorType) or iree_ir.RankedTensorType(ty).has_static_shape:
+        return ""
+    shaped = iree_ir.ShapedType(ty)
+    names = []
+    for k in range(shaped.rank):
+        if shaped.is_dynamic_dim(k):
+            lines.append(f"%c{index}_{k} = arith.constant {k} : index")
+            lines.append(f"%d{index}_{k} = tensor.dim {value}, %c{index}_{k} : {text}")
+            names.append(f"%d{index}_{k}")
+    return "{" + ", ".join(names) + "}"
 
 
 def kernel_compilation_info(config: KernelConfig) -> str:

@@ -489,15 +489,17 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
 
 
 def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, device, target, fusion, pipeline,
-                           iree_flags, attention, decision_limit, cache, precision) -> "CompiledModule":
-    """The dynamic build of braze.compile(dynamic_shapes=...): IREE's own buffers for results and
-    intermediates (their sizes are known at run time only), on iree.runtime."""
+                           iree_flags, attention, decision_limit, cache, precision,
+                           transient_storage: bool = True) -> "CompiledModule":
+    """The dynamic build of braze.compile(dynamic_shapes=...): results in IREE's own buffers
+    (their sizes are known at run time only), intermediates in the module's transient buffer
+    sized per call by IREE's query (grown when a call needs more), on iree.runtime."""
     from .progress import Progress
 
     with Progress(type(model).__name__ + " (dynamic)") as progress:
         return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                               False, False, iree_flags, attention, decision_limit, "iree", cache, precision,
-                               dynamic_shapes)
+                               False, transient_storage, iree_flags, attention, decision_limit, "iree", cache,
+                               precision, dynamic_shapes)
 
 
 def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,

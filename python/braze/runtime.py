@@ -128,14 +128,19 @@ class Program:
         """Bytes of the buffer that holds a call's intermediates (0 without transient storage)."""
         self._imported: list = [None] * len(self.inputs)  # (tensor, view key, view)
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
+        self._transients_size = None
+        """A dynamic build's size query (IREE's `main_transients_size`, called with main's arguments)."""
         if transient_storage:
-            # Only static builds take transient storage (dynamic ones leave it to IREE), so IREE
-            # states the size as a constant.
+            # A static build's size is a constant IREE states; a dynamic build's depends on the
+            # call's sizes, and IREE's query function computes it.
             reflection = self._fn.reflection
             constant = reflection.get("iree.abi.transients.size.constant")
-            if constant is None and any(k.startswith("iree.abi.transients.size") for k in reflection):
-                raise ArtifactError(f"{source} takes transient storage of a size it computes at run time, "
-                                    "which braze's static programs never do; recompile it with braze.compile()")
+            query = reflection.get("iree.abi.transients.size")
+            if constant is None and query is not None:
+                self._transients_size = self._vm_module.lookup_function(str(query).lstrip("@"))
+                if self._transients_size is None:
+                    raise ArtifactError(f"{source} names a transient size query ({query}) it does not have; "
+                                        "recompile it with braze.compile()")
             # No size at all: the program keeps no intermediates (e.g. zero-element results).
             self.transient_bytes = int(constant) if constant is not None else 0
 
@@ -271,7 +276,10 @@ class Program:
         refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
             refs += storage or [self._allocate(spec) for spec in outputs]
-        transients = self._take_transients() if self.transient_storage else None
+        transients = None
+        if self.transient_storage:
+            transients = self._take_transients(self._query_transients(refs) if self._transients_size is not None
+                                               else self.transient_bytes)
         if transients is not None:
             refs.append(transients)
         args = rt.VmVariantList(len(refs))
@@ -292,16 +300,30 @@ class Program:
                 self._idle_transients.append(transients)
         return [results.get_as_object(i, rt.HalBufferView) for i in range(len(outputs))]
 
-    def _take_transients(self):
-        """A storage buffer for this call's intermediates: an idle one, or a new one.
+    def _take_transients(self, nbytes: int):
+        """A storage buffer of at least `nbytes` for this call's intermediates: an idle one, or a
+        new one (a dynamic build's calls need different sizes: a buffer too small for this call
+        is freed, and the new one is the size asked for).
 
         Buffers are kept for the next call; calls running at the same time (threads) each
         take their own, so they never share intermediates.
         """
-        try:
-            return self._idle_transients.pop()
-        except IndexError:
-            return self._allocate_bytes(self.transient_bytes)
+        while self._idle_transients:
+            buffer = self._idle_transients.pop()
+            if buffer.byte_length() >= nbytes:
+                return buffer
+        return self._allocate_bytes(nbytes)
+
+    def _query_transients(self, refs: list) -> int:
+        """Bytes of intermediates a dynamic build's call with these arguments needs (IREE's
+        query takes main's arguments, the transient buffer included: a one-byte stand-in)."""
+        args = rt.VmVariantList(len(refs) + 1)
+        for ref in refs:
+            args.push_ref(ref)
+        args.push_ref(self._allocate_bytes(0))
+        results = rt.VmVariantList(1)
+        self._context.invoke(self._transients_size, args, results)
+        return int(results.get_variant(0))
 
     def __call__(self, values: list, names: list[str]) -> list[np.ndarray]:
         """Run the program; return numpy arrays on the host (always copies)."""

@@ -311,7 +311,9 @@ def signature_from_export(exported, args: tuple, kwargs: dict, state: list = (),
     inputs, constants, names, tensor_index = [], {}, [], {}
     sig = exported.graph_signature
     placeholders_by_name = {n.name: n for n in exported.graph.nodes if n.op == "placeholder"}
-    user_inputs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    state_placeholders = {placeholder for _, _, placeholder in state}
+    # The user's inputs, without the mutated buffers prepare_state made leading inputs.
+    user_inputs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT and s.arg.name not in state_placeholders]
     for i, (leaf, path) in enumerate(zip(leaves, paths)):
         if isinstance(leaf, torch.Tensor):
             tensor_index[i] = len(inputs)

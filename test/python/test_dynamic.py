@@ -47,6 +47,11 @@ def test_every_size_in_range_matches_float64_with_two_builds():
         _close(s, want_s)
         assert fast.build_for(x) == ("static" if n == 8 else "dynamic")
     assert fast.calls == {"static": 1, "dynamic": 4}
+    # Intermediates live in one buffer sized per call by IREE's query: a smaller call after the
+    # largest reuses it, a larger one replaces it.
+    assert fast.dynamic.abi["transient_storage"]
+    x = torch.randn(2, 24)
+    _close(fast(x)[0], reference(x.double())[0])
 
 
 def test_out_of_range_and_mismatched_sizes_are_named():

@@ -192,6 +192,22 @@ def test_kernel_cache_hit_and_damaged_entry(tmp_path, monkeypatch):
     assert not rebuilt.cached and rebuilt.ptx == first.ptx
 
 
+def test_build_all_builds_in_parallel_what_build_builds(tmp_path, monkeypatch):
+    """Kernels built on threads are the ones built one by one, in the specs' order; a spec that
+    differs only in its tile is another kernel, a repeated one is built once."""
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "parallel"))
+    base = GemmSpec(m=64, n=64, k=64, a="bf16", b="bf16", b_layout="nk", out="bf16", tile=(64, 64, 64, 4, 3))
+    other = GemmSpec(m=64, n=128, k=64, a="f16", b="f16", b_layout="kn", out="f32", tile=(64, 64, 32, 4, 2))
+    retiled = GemmSpec(m=64, n=64, k=64, a="bf16", b="bf16", b_layout="nk", out="bf16", tile=(64, 32, 64, 4, 3))
+    specs = [base, other, retiled, base]
+    parallel = kbuild.build_all(specs, workers=2)
+    assert parallel[3] is parallel[0]  # built once
+    assert len({b.ptx for b in parallel}) == 3
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "serial"))
+    serial = [kbuild.build(s) for s in specs[:3]]
+    assert [b.ptx for b in serial] == [b.ptx for b in parallel[:3]]
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
 @pytest.mark.parametrize("m,k,n", [(256, 768, 3072), (77, 200, 131), (1, 64, 64)])

@@ -130,6 +130,25 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
     return Built(name, ptx, shared, warps, tpl.grid(spec), False)
 
 
+def build_all(specs: list, arch: str = "sm_90", workers: int | None = None) -> list[Built]:
+    """build() for each spec, the ones not in the cache yet several at a time (threads, one per
+    core by default: Triton's MLIR and LLVM passes run without the GIL), in the specs' order.
+    The first failure is raised, as build() raises it."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = lambda spec: (spec.to_json(), spec.tile)  # noqa: E731  (specs hold lists; the JSON leaves the tile out)
+    unique = list({key(spec): spec for spec in specs}.values())
+    missing = [spec for spec in unique if _load(_entry(spec, arch)) is None] if available(arch) is None else []
+    workers = min(len(missing), workers or os.cpu_count() or 1)
+    built = {}
+    if workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix="braze-triton") as pool:
+            for spec, result in zip(missing, pool.map(lambda spec: build(spec, arch), missing)):
+                built[key(spec)] = result
+    return [built.get(key(spec)) or build(spec, arch) for spec in specs]
+
+
 def load_function(path: Path, name: str):
     """The Triton function `name` defined by the generated source at `path`."""
     module_name = f"_braze_kernel_{name}"

@@ -60,13 +60,15 @@ def embed_kernels(module, arch: str) -> list[dict]:
     if not functions:
         return done
     with module.context, iree_ir.Location.unknown():
+        specs = []
         for f in functions:
             sym = iree_ir.StringAttr(f.attributes["sym_name"]).value
             try:
-                spec = read_spec(iree_ir.StringAttr(f.attributes[ATTR]).value)
+                specs.append(read_spec(iree_ir.StringAttr(f.attributes[ATTR]).value))
             except (ValueError, TypeError, KeyError) as e:
                 raise CompileError(f"@{sym} carries a {ATTR} spec braze cannot read: {e}") from None
-            built = kbuild.build(spec, arch)
+        for f, spec, built in zip(functions, specs, kbuild.build_all(specs, arch)):
+            sym = iree_ir.StringAttr(f.attributes["sym_name"]).value
             exe = f"{sym}_exe"
             ftype = iree_ir.FunctionType(iree_ir.TypeAttr(f.attributes["function_type"]).value)
             args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ftype.inputs))
