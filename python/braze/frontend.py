@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import fix_empty_tensors, fix_integer_division
+from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_integer_division
 from .signature import Signature, signature_from_export
 
 try:
@@ -188,6 +188,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
     fix_integer_division(exported.graph_module)
     fix_empty_tensors(exported.graph_module)
+    drop_same_size_expands(exported.graph_module)
     state = prepare_state(exported, model)
     scalars = prepare_outputs(exported, model)
     signature = signature_from_export(exported, args, kwargs, state, scalars)

@@ -10,6 +10,11 @@ all, so that braze compiles them where the raw torch-mlir + IREE toolchain crash
     matmul with a zero-size operand          of 0, a @ b with K = 0: torch-mlir's lowering dies
                                              of SIGFPE (a division by the zero size)
       ->  torch.zeros(result shape)          eager's result: empty, or a sum of no terms
+    x.expand(sizes) to x's own (symbolic)    torch.matmul's decomposition on a dynamic batch:
+    sizes                                    torch-mlir cannot prove the sizes equal and lowers
+                                             a gather that tests each size for 1 (a broadcast),
+                                             a dispatch of scalar loads per matmul operand
+      ->  x                                  the same tensor
 
 Each rewrite keeps the FX node's meaning exactly (no rounding), and gives
 every new node the fake-tensor value torch-mlir's importer types it by.
@@ -124,7 +129,10 @@ def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
         result = _val(node)
         if node.op != "call_function" or not isinstance(result, torch.Tensor) or node.target == aten.zeros.default:
             continue
-        if result.numel():
+        numel = result.numel()
+        if not isinstance(numel, int):
+            continue  # a symbolic size (a dynamic build): zero or not is known at run time only
+        if numel:
             operands = [_val(a) for a in node.args[:2]]
             if node.target not in _CONTRACTIONS or all(not isinstance(o, torch.Tensor) or o.numel() for o in operands):
                 continue
@@ -134,3 +142,33 @@ def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
         _replace(graph, node, new)
         count += 1
     return _finish(graph_module, count, dead_code=True)
+
+
+def drop_same_size_expands(graph_module: torch.fx.GraphModule) -> int:
+    """Replace each expand to its input's own sizes (equal as ints or as the same symbol) by the
+    input; returns how many nodes were removed."""
+    graph = graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.expand.default:
+            continue
+        source, result = _val(node.args[0]), _val(node)
+        if not (isinstance(source, torch.Tensor) and isinstance(result, torch.Tensor)) or \
+                not _same_sizes(source.shape, result.shape):
+            continue
+        node.replace_all_uses_with(node.args[0])
+        graph.erase_node(node)
+        count += 1
+    return _finish(graph_module, count)
+
+
+def _same_sizes(a, b) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, int) and isinstance(y, int):
+            if x != y:
+                return False
+        elif isinstance(x, int) or isinstance(y, int) or x.node.expr != y.node.expr:
+            return False
+    return True

@@ -111,3 +111,26 @@ def test_both_builds_come_back_from_the_compile_cache(monkeypatch, tmp_path):
     want = model.double()(x.double())[0]
     _close(again(x)[0], want)
     _close(first(x)[0], want)
+
+
+class Broadcasts(torch.nn.Module):
+    """An expand to the input's own (symbolic) sizes, which is dropped, beside a real broadcast."""
+
+    def forward(self, x, row):
+        return x.expand(x.shape[0], 4) * 2 + row.expand(x.shape[0], 4)
+
+
+def test_expands_to_their_own_sizes_are_dropped_and_broadcasts_kept():
+    from braze import fxfix
+
+    batch = torch.export.Dim("batch", min=1, max=32)
+    args = (torch.randn(3, 4), torch.randn(1, 4))
+    exported = torch.export.export(Broadcasts(), args, dynamic_shapes=({0: batch}, None)).run_decompositions()
+    expands = lambda: sum(n.target == torch.ops.aten.expand.default for n in exported.graph.nodes)  # noqa: E731
+    assert expands() == 2
+    assert fxfix.drop_same_size_expands(exported.graph_module) == 1
+    assert expands() == 1
+    fast = braze.compile(Broadcasts(), *args, cache=False, dynamic_shapes=({0: batch}, None))
+    for n in (1, 3, 32):
+        x, row = torch.randn(n, 4), torch.randn(1, 4)
+        _close(fast(x, row), Broadcasts()(x.double(), row.double()))
