@@ -1,7 +1,7 @@
 """Dynamic shapes on a GPU (issue 18): a BERT layer (768, seq 128) built once with a dynamic
 batch and once static per measured size, built here (no GPU), run on the GPU host.
 
-    python bench/experiments/dynamic_gpu.py build DIR [--device cuda|vulkan] [--target sm_90]
+    python bench/experiments/dynamic_gpu.py build DIR [--target sm_90] [--dtype bfloat16] [--sizes 1,8,64]
     python bench/experiments/dynamic_gpu.py run DIR        (on the GPU host: needs torch + iree-base-runtime)
 
 run prints, per batch size, the dynamic and static builds' time per call (CUDA events around N
@@ -18,30 +18,28 @@ from pathlib import Path
 import torch
 
 warnings.filterwarnings("ignore")
-SIZES = (1, 8, 32, 64)
-
-
-def model():
+def model(dtype: str = "float32"):
     from braze.zoo import BertLayer
 
     torch.manual_seed(0)
-    return BertLayer().eval()
+    return BertLayer().eval().to(getattr(torch, dtype))
 
 
-def build(out: Path, device: str, target: str):
+def build(out: Path, target: str, dtype: str, sizes: list[int]):
     import braze
 
     out.mkdir(parents=True, exist_ok=True)
-    m = model()
+    m = model(dtype)
+    x = lambda n: torch.randn(n, 128, 768, dtype=getattr(torch, dtype))  # noqa: E731
     batch = torch.export.Dim("batch", min=1, max=64)
-    dyn = braze.compile(m, torch.randn(8, 128, 768), device=device, target=target, cache=False,
-                        dynamic_shapes=({0: batch},), specialize="none")
+    dyn = braze.compile(m, x(8), device="cuda", target=target, cache=False, dynamic_shapes=({0: batch},),
+                        specialize="none")
     dyn.dynamic.save(out / "dynamic.braze", overwrite=True)
-    for n in SIZES:
-        braze.compile(m, torch.randn(n, 128, 768), device=device, target=target, cache=False).save(
-            out / f"static-{n}.braze", overwrite=True)
-    (out / "meta.json").write_text(json.dumps({"device": device, "target": target, "sizes": SIZES}))
-    print(f"built {out}: dynamic ({dyn.dynamic.report.dispatch_count} dispatches) and static {SIZES}")
+    for n in sizes:
+        braze.compile(m, x(n), device="cuda", target=target, cache=False).save(out / f"static-{n}.braze",
+                                                                                overwrite=True)
+    (out / "meta.json").write_text(json.dumps({"target": target, "dtype": dtype, "sizes": sizes}))
+    print(f"built {out}: dynamic ({dyn.dynamic.report.dispatch_count} dispatches) and static {sizes}")
 
 
 def per_call_ms(fn, reps: int) -> float:
@@ -58,17 +56,20 @@ def run(out: Path):
     import braze
 
     meta = json.loads((out / "meta.json").read_text())
-    dev = "cuda"
-    m = model().to(dev)
-    ref = model().double().to(dev)
+    dev, dtype = "cuda", getattr(torch, meta["dtype"])
+    m = model(meta["dtype"]).to(dev)
+    ref = model(meta["dtype"]).double().to(dev)
     dyn = braze.load(out / "dynamic.braze")
-    print(f"{meta['device']} {meta['target']}; dynamic runtime {dyn.runtime_for(torch.randn(1, 128, 768, device=dev))}")
+    probe = torch.randn(1, 128, 768, device=dev, dtype=dtype)
+    first = braze.load(out / f"static-{meta['sizes'][0]}.braze")
+    print(f"cuda {meta['target']} {meta['dtype']}: the dynamic build runs on {dyn.runtime_for(probe)}, "
+          f"the static ones on {first.runtime_for(probe)}")
     print(f"{'batch':>5s} {'dynamic ms':>11s} {'static ms':>10s} {'eager ms':>9s} {'dyn/static':>10s} "
           f"{'err dyn':>8s} {'err static':>10s} {'err eager':>9s}")
     with torch.no_grad():
         for n in meta["sizes"]:
             static = braze.load(out / f"static-{n}.braze")
-            x = torch.randn(n, 128, 768, device=dev)
+            x = torch.randn(n, 128, 768, device=dev, dtype=dtype)
             want = ref(x.double())
             err = {k: float((f(x).double() - want).abs().max() / want.abs().max())
                    for k, f in (("dyn", dyn), ("static", static), ("eager", m))}
@@ -89,8 +90,8 @@ def run(out: Path):
 if __name__ == "__main__":
     if sys.argv[1] == "build":
         args = sys.argv[3:]
-        device = args[args.index("--device") + 1] if "--device" in args else "cuda"
-        target = args[args.index("--target") + 1] if "--target" in args else ("sm_90" if device == "cuda" else "ampere")
-        build(Path(sys.argv[2]), device, target)
+        option = lambda name, default: args[args.index(name) + 1] if name in args else default  # noqa: E731
+        build(Path(sys.argv[2]), option("--target", "sm_90"), option("--dtype", "float32"),
+              [int(n) for n in option("--sizes", "1,8,64").split(",")])
     else:
         run(Path(sys.argv[2]))
