@@ -3,6 +3,7 @@ batch and once static per measured size, built here (no GPU), run on the GPU hos
 
     python bench/experiments/dynamic_gpu.py build DIR [--target sm_90] [--dtype bfloat16] [--sizes 1,8,64]
     python bench/experiments/dynamic_gpu.py run DIR        (on the GPU host: needs torch + iree-base-runtime)
+    python bench/experiments/dynamic_gpu.py profile DIR N  (there: each build's kernels and copies at batch N)
 
 run prints, per batch size, the dynamic and static builds' time per call (CUDA events around N
 calls, median of 5 interleaved rounds), eager's, their ratio, and the errors against eager in
@@ -87,7 +88,37 @@ def run(out: Path):
                   flush=True)
 
 
+def profile(out: Path, n: int):
+    """Per call, each build's GPU work at batch n by kind (torch.profiler over 10 calls)."""
+    import braze
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    meta = json.loads((out / "meta.json").read_text())
+    dtype = getattr(torch, meta["dtype"])
+    x = torch.randn(n, 128, 768, device="cuda", dtype=dtype)
+    for name in ("dynamic", f"static-{n}"):
+        if not (out / f"{name}.braze").exists():
+            continue
+        module = braze.load(out / f"{name}.braze")
+        with torch.no_grad():
+            for _ in range(3):
+                module(x)
+            torch.cuda.synchronize()
+            with torch_profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+                for _ in range(10):
+                    module(x)
+                torch.cuda.synchronize()
+        rows = sorted((e for e in prof.key_averages() if e.device_time_total), key=lambda e: -e.device_time_total)
+        total = sum(e.device_time_total for e in rows) / 10
+        print(f"{name} at batch {n}: GPU {total:.1f} us per call; top entries (us per call, count per call):")
+        for e in rows[:10]:
+            print(f"  {e.device_time_total / 10:8.1f} {e.count / 10:5.1f}  {e.key[:110]}")
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "profile":
+        profile(Path(sys.argv[2]), int(sys.argv[3]))
+        sys.exit(0)
     if sys.argv[1] == "build":
         args = sys.argv[3:]
         option = lambda name, default: args[args.index(name) + 1] if name in args else default  # noqa: E731
