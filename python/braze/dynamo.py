@@ -13,10 +13,14 @@ keyword arguments (device, target, fusion, attention, runtime, iree_flags, ...).
 A graph runs in eager instead, with one BrazeWarning saying why, when:
 - it needs autograd (grad mode on and an input or parameter that requires grad: braze computes
   no gradients), so training under torch.compile(backend="braze") stays correct;
-- it takes symbolic sizes (Dynamo's dynamic shapes: not yet handed to braze's dynamic builds;
-  braze.compile(..., dynamic_shapes=...) compiles them outside torch.compile);
+- it takes a symbolic size that is no input tensor's dimension, or a dimension that is an
+  expression of others (braze's dynamic builds take each symbol from a tensor dimension);
 - braze cannot compile it at all (the warning says why).
-A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.partition;
+A graph Dynamo made dynamic (its second size of an input: automatic dynamic shapes, or
+torch.compile(dynamic=True)) takes its symbolic sizes as inputs; braze compiles it at its first
+call as braze.compile(..., dynamic_shapes=...) does (braze.dynamic: one dynamic build for every
+size, a static one for that first call's shapes), reading each size off the tensor dimension
+Dynamo traced it from. A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.partition;
 options={"partial": False} turns that off): those ops run in eager, listed in the graph's
 report (`fallbacks`) and in one warning.
 `braze.dynamo.graphs()` lists every graph this process handed braze, compiled or not, with its
@@ -119,18 +123,20 @@ def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None
     if _needs_autograd(gm, example_inputs):
         return _eager(gm, graph, "it needs autograd (grad mode is on and a tensor requires grad); braze compiles "
                                  "for inference: call it under torch.no_grad() or torch.inference_mode()")
+    dynamic = None
     if not all(isinstance(t, torch.Tensor) for t in example_inputs):
-        kinds = sorted({type(t).__name__ for t in example_inputs if not isinstance(t, torch.Tensor)})
-        return _eager(gm, graph, f"it takes {', '.join(kinds)} inputs (dynamic shapes), which braze's backend "
-                                 "does not compile yet: torch.compile(..., dynamic=False), or "
-                                 "braze.compile(model, x, dynamic_shapes=...)")
+        dynamic = _dynamic_sizes(gm, example_inputs)
+        if isinstance(dynamic, str):
+            return _eager(gm, graph, dynamic)
     spec, all_tensors = _output_structure(gm)
     if not all_tensors:
         return _eager(gm, graph, "it returns values that are not tensors")
     if "device" not in options:
-        devices = {t.device.type for t in example_inputs}
+        devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
         options["device"] = "cuda" if "cuda" in devices else "cpu"
     options.setdefault("partial", True)
+    if dynamic is not None:
+        return _lazy_dynamic(gm, graph, example_inputs, dynamic, spec, options)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*training mode.*", category=BrazeWarning)
@@ -154,6 +160,113 @@ def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None
 
     run.braze_module = compiled
     return run
+
+
+def _lazy_dynamic(gm, graph: Graph, example_inputs, dynamic, spec, options: dict):
+    """A graph with dynamic sizes is compiled at its first call (braze.compile(dynamic_shapes=...)
+    on that call's tensors: torch.export inside Dynamo's own compile of the frame breaks Dynamo's
+    guards), then runs as a DynamicModule; if braze cannot compile it, it runs in eager."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from .compiler import compile as braze_compile
+
+    tensors = [i for i, t in enumerate(example_inputs) if isinstance(t, torch.Tensor)]
+    wrapper, shapes = dynamic
+    options = {k: v for k, v in options.items() if k != "partial"}  # a dynamic build compiles the graph whole
+    state: dict = {}
+    lock = threading.Lock()
+    graph.compiled, graph.reason = True, "dynamic sizes: compiled at its first call"
+
+    def run(*args):
+        with lock:
+            if not state:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings("ignore", message=".*training mode.*", category=BrazeWarning)
+                        state["module"] = braze_compile(wrapper, *[args[i] for i in tensors],
+                                                        dynamic_shapes=shapes, **options)
+                    graph.report = state["module"].report
+                    graph.reason = "dynamic sizes: a dynamic build and a static one for the first call's shapes"
+                except BrazeError as e:
+                    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    state["module"] = None
+                    _eager(gm, graph, f"braze could not compile it with dynamic sizes ({type(e).__name__}: {first})")
+        graph.calls += 1
+        module = state["module"]
+        if module is None:
+            return gm.forward(*args)
+        result = module(*[args[i] for i in tensors])
+        leaves = list(result) if isinstance(result, (tuple, list)) else [result]
+        return pytree.tree_unflatten(leaves, spec)
+
+    return run
+
+
+class _SizesFromTensors:
+    """Calls a Dynamo graph that takes its symbolic sizes as inputs (SymInt placeholders) with
+    only its tensors: each size is read off the tensor dimension Dynamo traced it from."""
+
+    def __new__(cls, gm, order: list, sources: dict):
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.graph_module = gm
+
+            def forward(self, *tensors):
+                args, it = [], iter(tensors)
+                for kind, where in order:
+                    args.append(next(it) if kind == "tensor" else tensors[where[0]].shape[where[1]])
+                return self.graph_module(*args)
+
+        return Wrapper()
+
+
+def _dynamic_sizes(gm, example_inputs):
+    """(a module taking the graph's tensors alone, their dynamic_shapes) for a graph Dynamo made
+    dynamic, or why braze runs it in eager."""
+    import torch
+    from torch.export import Dim
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return "its inputs do not match its placeholders"
+    tensor_index, sources, shapes = {}, {}, []
+    for node, value in zip(placeholders, example_inputs):
+        if isinstance(value, torch.Tensor):
+            tensor_index[node.name] = len(tensor_index)
+            fake = node.meta.get("example_value", node.meta.get("val"))
+            dims = {}
+            for j, size in enumerate(getattr(fake, "shape", ())):
+                if isinstance(size, torch.SymInt):
+                    expr = size.node.expr
+                    if not expr.is_symbol:
+                        return (f"a size of its input {node.name} is an expression of others ({expr}), which "
+                                "braze's dynamic builds do not take yet: torch.compile(..., dynamic=False)")
+                    sources.setdefault(str(expr), (len(tensor_index) - 1, j))
+                    dims[j] = Dim(f"{node.name}_{j}")
+            shapes.append(dims or None)
+    order = []
+    for node, value in zip(placeholders, example_inputs):
+        if isinstance(value, torch.Tensor):
+            order.append(("tensor", None))
+            continue
+        fake = node.meta.get("example_value", value)
+        expr = getattr(getattr(fake, "node", None), "expr", None)
+        if expr is None or str(expr) not in sources:
+            return (f"it takes a {type(value).__name__} input ({node.name}) that is no input tensor's size, which "
+                    "braze's dynamic builds do not take yet: torch.compile(..., dynamic=False)")
+        order.append(("size", sources[str(expr)]))
+    # One Dim per symbol: every dimension of that size shares the first one's Dim.
+    tensor_nodes = [n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor)]
+    first: dict = {}
+    for node, dims in zip(tensor_nodes, shapes):
+        fake = node.meta.get("example_value", node.meta.get("val"))
+        for j in list(dims or {}):
+            dims[j] = first.setdefault(str(fake.shape[j].node.expr), dims[j])
+    return _SizesFromTensors(gm, order, sources), (tuple(shapes),)
 
 
 def _reset_hook() -> None:

@@ -376,9 +376,11 @@ def _symbolic_dims(exported, user_inputs, tensor_index: dict, placeholders: dict
 
 def _bound(value):
     """A range bound as an int, None for infinity."""
+    if getattr(value, "is_finite", True) is False or getattr(value, "is_infinite", False):
+        return None  # torch's int_oo (a sympy infinity): no bound
     try:
         return int(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
 
 

@@ -1,6 +1,8 @@
 """braze.compile(dynamic_shapes=...): one dynamic build and one static build for every size in
 range, each call against eager in float64 on random data."""
 
+import copy
+
 import pytest
 import torch
 
@@ -134,3 +136,25 @@ def test_expands_to_their_own_sizes_are_dropped_and_broadcasts_kept():
     for n in (1, 3, 32):
         x, row = torch.randn(n, 4), torch.randn(1, 4)
         _close(fast(x, row), Broadcasts()(x.double(), row.double()))
+
+
+def test_torch_compile_dynamic_graphs_run_as_dynamic_builds():
+    """Dynamo makes the batch dynamic at the second size: that graph becomes one dynamic build
+    (compiled at its first call), not a recompile per size and not eager."""
+    import warnings
+
+    torch._dynamo.reset()
+    torch.manual_seed(4)
+    model = BertLayer(hidden=32, heads=2, intermediate=64).eval()
+    fast = torch.compile(model, backend="braze")
+    reference = copy.deepcopy(model).double()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", braze.BrazeWarning)  # nothing may fall back to eager
+        for n in (2, 3, 5, 9, 3):
+            x = torch.randn(n, 8, 32)
+            _close(fast(x), reference(x.double()), tol=1e-4)
+    graphs = braze.dynamo.graphs()
+    assert [g.compiled for g in graphs] == [True, True]
+    assert graphs[1].calls == 4 and "dynamic sizes" in graphs[1].reason
+    assert graphs[1].report.extra["dynamic"]["dims"]
+    torch._dynamo.reset()
