@@ -43,6 +43,9 @@ VARIANTS = {
     "im2col+dt+uk": {"iree_flags": [IM2COL, DT, UK]},
     "braze-im2col+dt+uk": {"pipeline": "fusion-conv-to-matmul{target=sm_80},fusion-default-pipeline",
                            "iree_flags": [DT, UK]},
+    "attention-op": {"attention": True},
+    "attention-op+dt": {"attention": True, "pipeline": "fusion-cpu-pipeline{data-tiling=on}"},
+    "aggressive": {"iree_flags": ["--iree-dispatch-creation-enable-aggressive-fusion=true"]},
     "braze-im2col": {"pipeline": "fusion-conv-to-matmul{target=sm_80},fusion-default-pipeline"},
     "braze-im2col+uk": {"pipeline": "fusion-conv-to-matmul{target=sm_80},fusion-default-pipeline", "iree_flags": [UK]},
 }
