@@ -203,25 +203,24 @@ def _lazy_dynamic(gm, graph: Graph, example_inputs, dynamic, spec, options: dict
     return run
 
 
-class _SizesFromTensors:
-    """Calls a Dynamo graph that takes its symbolic sizes as inputs (SymInt placeholders) with
-    only its tensors: each size is read off the tensor dimension Dynamo traced it from."""
+def _sizes_from_tensors(gm, order: list):
+    """A module calling a Dynamo graph that takes its symbolic sizes as inputs (SymInt
+    placeholders) with only its tensors: `order` says, per placeholder, ("tensor", None) or
+    ("size", (tensor, dimension)), the tensor dimension Dynamo traced that size from."""
+    import torch
 
-    def __new__(cls, gm, order: list, sources: dict):
-        import torch
+    class SizesFromTensors(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.graph_module = gm
 
-        class Wrapper(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.graph_module = gm
+        def forward(self, *tensors):
+            args, it = [], iter(tensors)
+            for kind, where in order:
+                args.append(next(it) if kind == "tensor" else tensors[where[0]].shape[where[1]])
+            return self.graph_module(*args)
 
-            def forward(self, *tensors):
-                args, it = [], iter(tensors)
-                for kind, where in order:
-                    args.append(next(it) if kind == "tensor" else tensors[where[0]].shape[where[1]])
-                return self.graph_module(*args)
-
-        return Wrapper()
+    return SizesFromTensors()
 
 
 def _dynamic_sizes(gm, example_inputs):
@@ -233,21 +232,22 @@ def _dynamic_sizes(gm, example_inputs):
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         return "its inputs do not match its placeholders"
-    tensor_index, sources, shapes = {}, {}, []
+    # Per symbol: the first tensor dimension of that size, and one Dim every such dimension shares.
+    sources, dims_of, shapes = {}, {}, []
     for node, value in zip(placeholders, example_inputs):
-        if isinstance(value, torch.Tensor):
-            tensor_index[node.name] = len(tensor_index)
-            fake = node.meta.get("example_value", node.meta.get("val"))
-            dims = {}
-            for j, size in enumerate(getattr(fake, "shape", ())):
-                if isinstance(size, torch.SymInt):
-                    expr = size.node.expr
-                    if not expr.is_symbol:
-                        return (f"a size of its input {node.name} is an expression of others ({expr}), which "
-                                "braze's dynamic builds do not take yet: torch.compile(..., dynamic=False)")
-                    sources.setdefault(str(expr), (len(tensor_index) - 1, j))
-                    dims[j] = Dim(f"{node.name}_{j}")
-            shapes.append(dims or None)
+        if not isinstance(value, torch.Tensor):
+            continue
+        fake = node.meta.get("example_value", node.meta.get("val"))
+        dims = {}
+        for j, size in enumerate(getattr(fake, "shape", ())):
+            if isinstance(size, torch.SymInt):
+                expr = size.node.expr
+                if not expr.is_symbol:
+                    return (f"a size of its input {node.name} is an expression of others ({expr}), which "
+                            "braze's dynamic builds do not take yet: torch.compile(..., dynamic=False)")
+                sources.setdefault(str(expr), (len(shapes), j))
+                dims[j] = dims_of.setdefault(str(expr), Dim(f"{node.name}_{j}"))
+        shapes.append(dims or None)
     order = []
     for node, value in zip(placeholders, example_inputs):
         if isinstance(value, torch.Tensor):
@@ -259,14 +259,7 @@ def _dynamic_sizes(gm, example_inputs):
             return (f"it takes a {type(value).__name__} input ({node.name}) that is no input tensor's size, which "
                     "braze's dynamic builds do not take yet: torch.compile(..., dynamic=False)")
         order.append(("size", sources[str(expr)]))
-    # One Dim per symbol: every dimension of that size shares the first one's Dim.
-    tensor_nodes = [n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor)]
-    first: dict = {}
-    for node, dims in zip(tensor_nodes, shapes):
-        fake = node.meta.get("example_value", node.meta.get("val"))
-        for j in list(dims or {}):
-            dims[j] = first.setdefault(str(fake.shape[j].node.expr), dims[j])
-    return _SizesFromTensors(gm, order, sources), (tuple(shapes),)
+    return _sizes_from_tensors(gm, order), (tuple(shapes),)
 
 
 def _reset_hook() -> None:

@@ -130,6 +130,7 @@ class Program:
         self._idle_transients: list = []  # free storage buffers; a concurrent call takes its own
         self._transients_size = None
         """A dynamic build's size query (IREE's `main_transients_size`, called with main's arguments)."""
+        self._stand_in = None  # the one-byte buffer the query takes for the transient argument
         if transient_storage:
             # A static build's size is a constant IREE states; a dynamic build's depends on the
             # call's sizes, and IREE's query function computes it.
@@ -320,7 +321,9 @@ class Program:
         args = rt.VmVariantList(len(refs) + 1)
         for ref in refs:
             args.push_ref(ref)
-        args.push_ref(self._allocate_bytes(0))
+        if self._stand_in is None:
+            self._stand_in = self._allocate_bytes(0)
+        args.push_ref(self._stand_in)
         results = rt.VmVariantList(1)
         self._context.invoke(self._transients_size, args, results)
         return int(results.get_variant(0))
