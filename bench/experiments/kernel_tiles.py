@@ -8,7 +8,8 @@ kernels for a Linear).
         python bench/experiments/kernel_tiles.py profile DIR > ncu.csv
     python bench/experiments/kernel_tiles.py table DIR ncu.csv   (kernel times per case and tile)
 
-Cases: bench/kernels_check.py's ATTENTION_CASES, and Linear layers at the bench's shapes
+Cases: bench/kernels_check.py's ATTENTION_CASES and CONV_CASES (Conv2d + BatchNorm + ReLU, its
+weights in the artifact), and Linear layers at the bench's shapes
 (LINEAR_CASES) whose weight and bias are inputs, so that the artifacts hold no weights (the
 kernel is the same: the weight is read K-major either way); the GPU host makes the seeded
 inputs. `_tf32` cases compile with precision="high" and run eager with TF32 allowed (cuBLAS's
@@ -20,6 +21,7 @@ everything else is braze.compile as a user runs it.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import sys
@@ -55,10 +57,15 @@ LINEAR_CASES = {
     "ffn_up_1024x3072x768_gelu_bf16": ("bfloat16", 1024, 768, 3072, "gelu", None),
     "ffn_down_1024x768x3072_bf16": ("bfloat16", 1024, 3072, 768, None, None),
     "gemm_4096x4096x1024_bf16": ("bfloat16", 4096, 1024, 4096, None, None),
+    # ragged and long K: split-K's uneven last part and edge tiles
+    "ragged_77x131x1000_gelu_bf16": ("bfloat16", 77, 1000, 131, "gelu", None),
+    "ragged_77x131x1000_gelu_f32": ("float32", 77, 1000, 131, "gelu", None),
 }
 
 
 def _tiles(name: str) -> list[tuple]:
+    if name in kernels_check.CONV_CASES:
+        return GEMM_32 if kernels_check.CONV_CASES[name][0] == "float32" else GEMM_16
     if name in LINEAR_CASES:
         return GEMM_32 if LINEAR_CASES[name][0] == "float32" else GEMM_16
     return TILES_32 if kernels_check.ATTENTION_CASES[name][0] == "float32" else TILES_16
@@ -81,6 +88,9 @@ def _linear_model(name: str):
 
 
 def _model(name: str):
+    if name in kernels_check.CONV_CASES:
+        model, x = kernels_check._conv_model(name)
+        return model, (x,)
     return _linear_model(name) if name in LINEAR_CASES else kernels_check._attention_model(name)
 
 
@@ -88,7 +98,7 @@ def _tf32(name: str) -> bool:
     return name in LINEAR_CASES and LINEAR_CASES[name][5] == "high"
 
 
-ALL = list(LINEAR_CASES) + list(kernels_check.ATTENTION_CASES)
+ALL = list(LINEAR_CASES) + list(kernels_check.ATTENTION_CASES) + list(kernels_check.CONV_CASES)
 
 
 def _tag(tile) -> str:
@@ -149,19 +159,22 @@ def run(folder: Path) -> int:
     _, by_case = _cases(folder)
     for name, entries in by_case.items():
         model, made = _model(name)
+        model = model.cuda()  # a convolution's weights; the other cases take theirs as inputs
         args = tuple(a.cuda() for a in made)
         with torch.no_grad():
-            first = [a[:1] for a in args] if name not in LINEAR_CASES else [args[0][:1], *args[1:]]
-            ref = model(*(a.double() for a in first)).cpu()
+            rows_ = None if name.startswith("ragged") else 1  # every row of a ragged case: its edge tiles
+            first = [a[:rows_] for a in args] if name not in LINEAR_CASES else [args[0][:rows_], *args[1:]]
+            ref = copy.deepcopy(model).double()(*(a.double() for a in first)).cpu()
             torch.backends.cuda.matmul.allow_tf32 = _tf32(name)
             eager = kernels_check._time(lambda: model(*args), 200)
-            eager_err = (model(*args)[:1].double().cpu() - ref).abs().max().item()
+            eager_err = (model(*args)[:rows_].double().cpu() - ref).abs().max().item()
             torch.backends.cuda.matmul.allow_tf32 = False
         rows = []
         for file, entry in entries:
             mod = braze.load(folder / file, device="cuda")
-            err = (mod(*args)[:1].double().cpu() - ref).abs().max().item()
-            rows.append((kernels_check._time(lambda: mod(*args), 200), entry["tile"], err))
+            us = kernels_check._time(lambda: mod(*args), 200)
+            err = (mod(*args)[:rows_].double().cpu() - ref).abs().max().item()  # after 200 calls: state resets
+            rows.append((us, entry["tile"], err))
         rows.sort()
         print(f"{name}: eager {eager:.1f} us ({eager_err:.1e}); "
               + "; ".join(f"{_tag(t)} {us:.1f} ({err:.1e})" for us, t, err in rows), flush=True)
@@ -177,6 +190,7 @@ def profile(folder: Path) -> int:
     with torch.no_grad():
         for name, entries in by_case.items():
             model, made = _model(name)
+            model = model.cuda()
             args = tuple(a.cuda() for a in made)
             fns = [braze.load(folder / file, device="cuda") for file, _ in entries] + [model]
             torch.backends.cuda.matmul.allow_tf32 = _tf32(name)

@@ -109,8 +109,9 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
+@pytest.mark.parametrize("split", [1, 3], ids=["whole-k", "split-k"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
-def test_template_layouts_inputs_and_ragged_edges(layout, tmp_path):
+def test_template_layouts_inputs_and_ragged_edges(layout, split, tmp_path):
     torch.manual_seed(1)
     m, n, k = 33, 65, 48  # no multiple of the tile in M, N or K
     a = torch.randn(m, k).half()
@@ -124,8 +125,8 @@ def test_template_layouts_inputs_and_ragged_edges(layout, tmp_path):
            ("%5", "truncf", ["%4"], "f16", None))
     spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
                     inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
-                    ops=ops, result="%5", tile=(32, 32, 32, 4, 2))
-    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)
+                    ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
+    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each
     bt = b.double().T if layout == "nk" else b.double()
     y = (a.double() @ bt + res.double()) * col.double()[:, None]
     want = torch.where(y > 0, y, y * 0.25)
@@ -179,6 +180,28 @@ def test_sm90_artifact_holds_wgmma_kernels(tmp_path):
         assert b"wgmma" not in z.read("module.vmfb")
 
 
+def test_long_k_gemm_with_idle_sms_splits_k(tmp_path):
+    """256x1024x4096 (a GELU MLP's down projection) has 64 tiles of 64x64 for 132 SMs: its K
+    loop is split 4 ways (bench/NOTES.md §26). The kernel counts programs in with an atomic; the
+    counters are zeroed by a fill before the dispatch, in IREE's program and the launch plan."""
+    torch.manual_seed(6)
+    model = torch.nn.Linear(4096, 1024).eval().bfloat16()
+    x = torch.randn(256, 4096).bfloat16()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
+    (made,) = [k for k in compiled.report.kernels if k["generated"]]
+    assert "K split 4 ways" in made["kernel"], made
+    steps = [s.op for s in compiled.plan.steps]
+    assert steps.index("fill") < steps.index("dispatch"), steps
+    fill = compiled.plan.steps[steps.index("fill")]
+    assert fill.length == 4 * 64 and fill.pattern == 0  # one zeroed i32 counter per output tile
+    with zipfile.ZipFile(compiled.save(tmp_path / "down.braze")) as z:
+        vmfb = z.read("module.vmfb")
+    assert b"atom.global.gpu.acq_rel.add" in vmfb and b"wgmma.mma_async" in vmfb
+    short = braze.compile(torch.nn.Linear(1024, 1024).eval().bfloat16(), x[:, :1024], device="cuda",
+                          target="sm_90", cache=False)
+    assert "split" not in short.report.kernels[0]["kernel"]  # K of 1024: not worth a split
+
+
 def test_kernel_cache_hit_and_damaged_entry(tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
     spec = GemmSpec(m=64, n=64, k=64, a="bf16", b="bf16", b_layout="nk", out="bf16", tile=(64, 64, 64, 4, 3))
@@ -227,8 +250,8 @@ def test_generated_kernels_on_the_gpu(dtype, m, k, n):
     assert err <= 4 * own + 1e-6, (err, own)
 
 
-@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 3, 1), (1, 0, 2)])
-def test_conv_template_is_the_convolution(stride, padding, dilation, tmp_path):
+@pytest.mark.parametrize("stride,padding,dilation,split", [(1, 1, 1, 1), (2, 3, 1, 1), (1, 0, 2, 1), (1, 1, 1, 2)])
+def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_path):
     """The implicit GEMM (gathered input, NCHW store, per-channel and whole-tensor epilogue
     operands) against torch's conv2d in float64, on a shape no tile divides."""
     torch.manual_seed(5)
@@ -242,7 +265,7 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, tmp_path):
                     ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
                          ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2",
                     conv=(n, c, h, w, kh, kw, stride, stride, dilation, dilation, padding, padding, oh, ow),
-                    tile=(32, 32, 16, 4, 2))
+                    tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
     got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
     want = torch.relu(torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=stride,
                                                  padding=padding, dilation=dilation) + residual.double())

@@ -19,6 +19,14 @@ IREE inlines the function into main; the dispatch is one more executable in its 
 iree.runtime and braze's launcher (which reads IREE's HAL program) run it with no other change.
 The two zero constants feed the two scratch pointers Triton appends to a kernel's parameters
 (bench/NOTES.md §18: the CUDA ABI is bindings, then each constant as its own parameter).
+
+A GEMM whose K loop is split (braze.kernels.gemm) takes two more buffers: its tile counters,
+zeroed by a fill and tied to a result (IREE binds a tied operand read-write, in operand order),
+and its workspace, a result nobody reads (bindings: operands, then untied results, in order):
+
+      %cnt = flow.tensor.splat %zero : tensor<Txi32>
+      %r:3 = flow.dispatch @<name>_exe::@<name>(%zero, %zero, %a, %b, %e..., %cnt)
+          : (...) -> (%cnt, C, tensor<Wxf32>)
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from braze.errors import CompileError
 from braze.irutil import all_ops
 
 from . import build as kbuild
-from .spec import ATTR, read_spec
+from . import gemm
+from .spec import ATTR, GemmSpec, read_spec
 
 
 def kernel_functions(module) -> list:
@@ -38,8 +47,9 @@ def kernel_functions(module) -> list:
 def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
     data = built.ptx.encode() + b"\0"
     n_in = spec.operands()
+    writes = 3 if _split_buffers(spec) else 1  # (counters,) the result (, the workspace)
     bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * n_in
-                         + ["#hal.pipeline.binding<storage_buffer>"])
+                         + ["#hal.pipeline.binding<storage_buffer>"] * writes)
     gx, gy, gz = built.grid
     return f'''
 hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{{path = "{built.name}.ptx", data = dense<"0x{data.hex().upper()}"> : vector<{len(data)}xi8>}}>]}}>}}> {{
@@ -50,6 +60,10 @@ hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal
     hal.return %x, %y, %z : index, index, index
   }} <{{workgroup_size = [{32 * built.warps} : index, 1 : index, 1 : index], workgroup_local_memory = {built.shared} : index}}>
 }}'''
+
+
+def _split_buffers(spec) -> tuple[int, int] | None:
+    return gemm.split_buffers(spec) if isinstance(spec, GemmSpec) else None
 
 
 def embed_kernels(module, arch: str) -> list[dict]:
@@ -75,11 +89,19 @@ def embed_kernels(module, arch: str) -> list[dict]:
             operand_types = ", ".join(["i32", "i32"] + [str(t) for t in ftype.inputs])
             result = str(ftype.results[0])
             operands = ", ".join(["%zero", "%zero"] + [f"%a{i}" for i in range(len(ftype.inputs))])
+            split = _split_buffers(spec)
+            if split:
+                counters, workspace = split
+                body = f'''  %cnt = flow.tensor.splat %zero : tensor<{counters}xi32>
+  %r:3 = flow.dispatch @{exe}::@{built.name}({operands}, %cnt) : ({operand_types}, tensor<{counters}xi32>) -> (%cnt, {result}, tensor<{workspace}xf32>)
+  return %r#1 : {result}'''
+            else:
+                body = f'''  %r = flow.dispatch @{exe}::@{built.name}({operands}) : ({operand_types}) -> {result}
+  return %r : {result}'''
             text = _executable_text(spec, built, exe) + f'''
 func.func private @{sym}({args}) -> {result} {{
   %zero = arith.constant 0 : i32
-  %r = flow.dispatch @{exe}::@{built.name}({operands}) : ({operand_types}) -> {result}
-  return %r : {result}
+{body}
 }}'''
             try:
                 scratch = iree_ir.Module.parse(text)

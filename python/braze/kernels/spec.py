@@ -79,7 +79,8 @@ class GemmSpec(_Spec):
     (m = N*OH*OW output pixels), B the weight [F, C*KH*KW] (n = F, k = C*KH*KW), the result
     and 'full' epilogue inputs [N, F, OH, OW]; () for a matmul."""
     tile: tuple[int, ...] = field(default=(), compare=False)
-    """(BM, BN, BK, warps, stages), chosen by the cost model; () until chosen."""
+    """(BM, BN, BK, warps, stages[, split]), chosen by the cost model; () until chosen. split > 1:
+    that many programs share each output tile's K loop (braze.kernels.gemm, split K)."""
 
     def operands(self) -> int:
         """How many operands the kernel reads (its read-only bindings)."""
@@ -118,8 +119,8 @@ class GemmSpec(_Spec):
             n, c, _, _, kh, kw, *_rest, oh, ow = self.conv
             if (self.m, self.k) != (n * oh * ow, c * kh * kw):
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, k={self.k}")
-        if self.tile and len(self.tile) != 5:
-            raise ValueError(f"tile is (BM, BN, BK, warps, stages), got {self.tile}")
+        if self.tile and (len(self.tile) not in (5, 6) or min(self.tile) < 1):
+            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K]) of positive sizes, got {self.tile}")
         if self.batch > MAX_GRID_Y:
             raise ValueError(f"batch {self.batch}: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
 
@@ -128,15 +129,22 @@ class GemmSpec(_Spec):
             n, c, h, w, kh, kw, sh, sw, *_ = self.conv
             how = f" as {self.precision}" if self.precision else ""
             epi = ", ".join(o[1] for o in self.ops) or "none"
-            tile = "x".join(map(str, self.tile[:3])) if self.tile else "?"
+            tile = _tile_text(self.tile)
             return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
                     f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""
         epi = ", ".join(o[1] for o in self.ops) or "none"
-        tile = "x".join(map(str, self.tile[:3])) if self.tile else "?"
+        tile = _tile_text(self.tile)
         how = f" as {self.precision}" if self.precision else ""
         return (f"gemm {lead}{self.m}x{self.n}x{self.k} {self.a}*{self.b}({self.b_layout}){how}->{self.out}, "
                 f"epilogue [{epi}], tile {tile}")
+
+
+def _tile_text(tile: tuple) -> str:
+    if not tile:
+        return "?"
+    text = "x".join(map(str, tile[:3]))
+    return text + (f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else "")
 
 
 MASKS = ("", "causal", "add")

@@ -41,5 +41,11 @@ if isinstance(spec, AttentionSpec):
 else:
     shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n)
 out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16}[spec.out])
-fn[tpl.grid(spec)[:2]](*args, out, **tpl.constexprs(spec))
+split = None if isinstance(spec, AttentionSpec) else tpl.split_buffers(spec)
+if split:  # the counters zeroed, the workspace not (IREE's fill and transient, as in embed)
+    counters, workspace = split
+    out_args = [torch.zeros(counters, dtype=torch.int32), out, torch.full((workspace,), float("nan"))]
+else:
+    out_args = [out]
+fn[tpl.grid(spec)[:2]](*args, *out_args, **tpl.constexprs(spec))
 torch.save(out, sys.argv[3])
