@@ -48,13 +48,18 @@ CASES = {
 
 
 CONV_CASES = {
-    # name: (dtype, N, C, H, W, F, kernel, stride, padding): Conv2d + BatchNorm2d + ReLU
+    # name: (dtype, N, C, H, W, F, kernel, stride, padding[, groups]): Conv2d + BatchNorm2d + ReLU
     "conv3x3_8x64x56_bn_relu": ("float32", 8, 64, 56, 56, 64, 3, 1, 1),
     "conv7x7s2_stem_8x3x224": ("float32", 8, 3, 224, 224, 64, 7, 2, 3),
     "conv3x3s2_8x128x28": ("float32", 8, 128, 28, 28, 256, 3, 2, 1),
     "conv1x1s2_8x64x56": ("float32", 8, 64, 56, 56, 128, 1, 2, 0),
     "conv3x3_8x64x56_bn_relu_bf16": ("bfloat16", 8, 64, 56, 56, 64, 3, 1, 1),
     "conv3x3_8x256x14_bf16": ("bfloat16", 8, 256, 14, 14, 256, 3, 1, 1),
+    # depthwise (a 10th entry: groups = channels), MobileNetV2- and ConvNeXt-shaped
+    "dw3x3_8x144x56_bn_relu": ("float32", 8, 144, 56, 56, 144, 3, 1, 1, 144),
+    "dw3x3s2_8x96x112_bf16": ("bfloat16", 8, 96, 112, 112, 96, 3, 2, 1, 96),
+    "dw3x3_8x576x14": ("float32", 8, 576, 14, 14, 576, 3, 1, 1, 576),
+    "dw7x7_8x384x14_bf16": ("bfloat16", 8, 384, 14, 14, 384, 7, 1, 3, 384),
 }
 CASES.update({name: None for name in CONV_CASES})
 
@@ -79,9 +84,9 @@ def _flops(name: str) -> int:
         _, b, h, l, s_, e, mask = ATTENTION_CASES[name]
         return 4 * b * h * l * s_ * e // (2 if mask == "causal" else 1)
     if name in CONV_CASES:
-        _, n, c, h, w, f, k, s, p = CONV_CASES[name]
+        _, n, c, h, w, f, k, s, p, *groups = CONV_CASES[name]
         oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
-        return 2 * n * oh * ow * f * c * k * k
+        return 2 * n * oh * ow * f * c * k * k // (groups[0] if groups else 1)
     _, m, k, n, _, _ = CASES[name]
     return 2 * m * k * n
 
@@ -89,9 +94,10 @@ def _flops(name: str) -> int:
 def _conv_model(name: str):
     import torch
 
-    dtype, n, c, h, w, f, k, s, p = CONV_CASES[name]
+    dtype, n, c, h, w, f, k, s, p, *groups = CONV_CASES[name]
     torch.manual_seed(sum(map(ord, name)))
-    model = torch.nn.Sequential(torch.nn.Conv2d(c, f, k, stride=s, padding=p, bias=False), torch.nn.BatchNorm2d(f),
+    conv = torch.nn.Conv2d(c, f, k, stride=s, padding=p, bias=False, groups=groups[0] if groups else 1)
+    model = torch.nn.Sequential(conv, torch.nn.BatchNorm2d(f),
                                 torch.nn.ReLU()).eval()
     with torch.no_grad():
         model[1].running_mean.uniform_(-0.1, 0.1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gpu.options import known_cuda_target, tuning_cache
+from .gpu.options import kernel_tiles, known_cuda_target, tuning_cache
 from .registry import PassPipeline, one_of, option, quote_option, register
 
 
@@ -83,10 +83,12 @@ class CudaPipeline(PassPipeline):
                                     "cuDNN by default), tf32x3 (float32-accurate), off (16-bit ones only), im2col "
                                     "(none: braze's im2col copy + matmul)",
                             check=one_of("tf32", "tf32x3", "off", "im2col"))
+    kernel_tiles: str = kernel_tiles()
 
     def expand(self) -> str:
         target = f"target={self.target}"
         tuned = target + (f" tuning-cache={quote_option(self.tuning_cache)}" if self.tuning_cache else "")
+        forced = f" tiles={quote_option(self.kernel_tiles)}" if self.kernel_tiles else ""
         leave = ""
         if self.kernels != "off" and self.conv_fp32 != "im2col":
             leave = "bf16,f16" if self.conv_fp32 == "off" else "f32,bf16,f16"
@@ -96,7 +98,8 @@ class CudaPipeline(PassPipeline):
             leave = leave if available(self.target) is None else ""
         conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
         return (f"{conv},fusion-default-pipeline,"
-                f"fusion-generate-kernels{{{target} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}}},"
+                f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
+                f"{forced}}},"
                 f"fusion-pad-matmuls{{{tuned}}},"
                 f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
 

@@ -7,6 +7,10 @@
         matmuls: every (batch) matmul signature found in the --matmuls workloads, as a standalone
         `a @ b` of that shape and dtype, once per MatmulConfig candidate
         (fusion-configure-kernels{matmul-config=...}) and once with IREE's default tiles.
+                                                        [--kernels gelu_mlp_bf16,bert_layer,...]
+        kernels: every generated (Triton) kernel of the --kernels workloads, the whole workload
+        compiled once per candidate tile of that kernel (fusion-generate-kernels{tiles=...}: the
+        kernel's epilogue and neighbours as in the model), and once with IREE's own kernels.
     braze tune run DIR
         (on the GPU host) times every candidate with CUDA events, checks it against eager
         PyTorch, and writes DIR/winners.json (with torch's time for each matmul beside it).
@@ -149,17 +153,76 @@ def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: 
         print(f"{sig}: {len(entry['candidates'])} candidates (cost model: {entry['cost_model']})", flush=True)
 
 
-def build(directory: Path, target: str, workloads: list[str], matmul_workloads: list[str] | None = None) -> int:
+def _generated_specs(model, args, target: str) -> list:
+    """The specs of the generated kernels braze.compile makes for the model (unique, in order)."""
+    from braze._mlir import ir
+    from braze.compiler import lower
+    from braze.irutil import all_ops
+    from braze.kernels.spec import ATTR, read_spec
+
+    lowered = lower(model, *args, device="cuda", target=target)
+    with lowered.context:
+        specs = [read_spec(ir.StringAttr(f.attributes[ATTR]).value)
+                 for f in all_ops(lowered.module.operation, "func.func") if ATTR in f.attributes]
+    unique = {}
+    for spec in specs:
+        unique.setdefault(spec.tuning_signature(), spec)
+    return list(unique.values())
+
+
+def build_kernels(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:
+    import dataclasses
+
+    import braze
+    from braze.kernels import attention, gemm
+    from braze.kernels.spec import AttentionSpec, tile_text
+    from braze.passes import pipelines
+    from braze.targets import cuda_sm_count
+    from braze.zoo import WORKLOADS
+
+    sms = cuda_sm_count(target)
+    for name in workloads:
+        model, args = WORKLOADS[name].build("cuda")
+        base = pipelines.for_device("cuda", target)  # no tuning cache: candidates against the cost model
+        if base.kernels != "on":
+            from braze.errors import UsageError
+
+            raise UsageError("tuning generated kernels needs Triton here (pip install 'braze[kernels]')")
+        iree = f"{name}-iree-default.braze"
+        braze.compile(model, *args, device="cuda", target=target, cache=False,
+                      pipeline=dataclasses.replace(base, kernels="off").pipeline_text()).save(
+            directory / iree, overwrite=True)
+        for spec in _generated_specs(model, args, target):
+            sig = spec.tuning_signature()
+            tpl = attention if isinstance(spec, AttentionSpec) else gemm
+            tiles = tpl.candidates(spec, sms)
+            entry = {"kind": "kernel", "workload": name, "signature": sig, "computes": spec.describe(),
+                     "candidates": [], "iree_default": iree, "cost_model": tile_text(tiles[0]),
+                     "tolerance": 1e-2 if getattr(spec, "a", getattr(spec, "dtype", "")) == "f32" else 3e-2}
+            for tile in tiles:
+                pipeline = dataclasses.replace(base, kernel_tiles=f"{sig}={tile_text(tile)}").pipeline_text()
+                path = f"{name}-{sig}-{tile_text(tile)}.braze"
+                braze.compile(model, *args, device="cuda", target=target, cache=False, pipeline=pipeline).save(
+                    directory / path, overwrite=True)
+                entry["candidates"].append({"config": tile_text(tile), "artifact": path})
+            manifest["workloads"].append(entry)
+            print(f"{name} {sig}: {len(tiles)} tiles for {spec.describe()}", flush=True)
+
+
+def build(directory: Path, target: str, workloads: list[str], matmul_workloads: list[str] | None = None,
+          kernel_workloads: list[str] | None = None) -> int:
     import braze
     from braze.passes.gpu.configs import ElementwiseSignature
     from braze.passes.gpu.cost_model import choose_config
     from braze.zoo import WORKLOADS
 
-    _known_workloads(workloads + list(matmul_workloads or []))
+    _known_workloads(workloads + list(matmul_workloads or []) + list(kernel_workloads or []))
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {"target": target, "workloads": []}
     if matmul_workloads:
         build_matmuls(directory, target, matmul_workloads, manifest)
+    if kernel_workloads:
+        build_kernels(directory, target, kernel_workloads, manifest)
     for name in workloads:
         model, args = WORKLOADS[name].build("cuda")
         signatures = _kernel_signatures(model, args, target)
@@ -212,7 +275,8 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
             segments.append({"signature": signature, "config": name, "calls": calls})
     for entry in manifest["workloads"]:
         matmul = entry.get("kind") == "matmul"
-        label = entry["signature"] if matmul else entry["workload"]
+        kernel = entry.get("kind") == "kernel"  # a generated kernel, timed inside its whole workload
+        label = entry["signature"] if matmul else f"{entry['workload']} {entry['signature']}" if kernel else entry["workload"]
         source = MatMul(entry["signature"]) if matmul else WORKLOADS[entry["workload"]]
         model, args = source.build("cuda")
         model = model.cuda()
@@ -220,10 +284,10 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
         with torch.no_grad():
             segment(entry["signature"], "reference", 1)
             expected = model(*args)
-            if matmul:
+            if matmul or kernel:
                 segment(entry["signature"], "torch", 3 + reps)
-            torch_ms = median_ms(lambda: model(*args), reps) if matmul else None
-        tolerance = 2e-2 if "bf16" in entry["signature"] else (1e-4 if matmul else 1e-2)
+            torch_ms = median_ms(lambda: model(*args), reps) if matmul or kernel else None
+        tolerance = entry.get("tolerance") or (2e-2 if "bf16" in entry["signature"] else (1e-4 if matmul else 1e-2))
         rows = []
         for name, path in [("iree-default", entry["iree_default"])] + [(c["config"], c["artifact"]) for c in entry["candidates"]]:
             module = braze.load(directory / path, device="cuda")
@@ -246,7 +310,8 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
         }
         if torch_ms is not None:
             winners["measurements"][label]["torch_us_per_call"] = round(torch_ms * 1000, 1)
-            print(f"{label:36s} {'torch (cuBLAS)':26s} {torch_ms * 1000:8.1f} us/call", flush=True)
+            print(f"{label:36s} {'torch (cuBLAS)' if matmul else 'torch eager':26s} {torch_ms * 1000:8.1f} us/call",
+                  flush=True)
     (directory / "winners.json").write_text(json.dumps(winners, indent=2))
     print(f"wrote {directory / 'winners.json'}")
     if markers:
@@ -312,13 +377,29 @@ def kernels(directory: Path, csv_path: Path) -> int:
 def import_winners(path: Path) -> int:
     from braze import tuning
     from braze.errors import UsageError
+    from braze.kernels.spec import is_tuning_signature, parse_tile, tile_text
     from braze.passes.gpu.configs import KernelConfig, MatmulConfig, MatmulSignature
+
+    class Tile:
+        """A generated kernel's tile, stored as its text (fusion-generate-kernels reads it)."""
+
+        def __init__(self, short: str):
+            self.tile = parse_tile(short)
+
+        def text(self) -> str:
+            return tile_text(self.tile)
+
+        short = text
+
+    def config(signature: str, short: str):
+        if is_tuning_signature(signature):
+            return Tile(short)
+        return (MatmulConfig if MatmulSignature.matches(signature) else KernelConfig).parse_short(short)
 
     try:
         data = json.loads(path.read_text())
         kernels, target = data["kernels"], data["target"]
-        entries = [(signature, (MatmulConfig if MatmulSignature.matches(signature) else KernelConfig)
-                    .parse_short(short)) for signature, short in kernels.items()]
+        entries = [(signature, config(signature, short)) for signature, short in kernels.items()]
     except OSError as e:
         raise UsageError(f"cannot read '{path}': {e.strerror or e}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -341,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="elementwise workloads to tune ('' for none)")
     b.add_argument("--matmuls", default="",
                    help="workloads whose (batch) matmul signatures to tune, e.g. bert_layer,bert_layer_bf16")
+    b.add_argument("--kernels", default="",
+                   help="workloads whose generated (Triton) kernels' tiles to tune, e.g. gelu_mlp_bf16,bert_layer")
     r = sub.add_parser("run", help="time the candidates on this machine's GPU")
     r.add_argument("dir", type=Path)
     r.add_argument("--reps", type=_positive, default=50, help="timed calls per candidate")
@@ -367,7 +450,7 @@ def _run_command(args) -> int:
     t0 = time.perf_counter()
     if args.command == "build":
         code = build(args.dir, args.target, [w for w in args.workloads.split(",") if w],
-                     [w for w in args.matmuls.split(",") if w])
+                     [w for w in args.matmuls.split(",") if w], [w for w in args.kernels.split(",") if w])
     elif args.command == "run":
         code = run(args.dir, args.reps, args.markers)
     elif args.command == "kernels":

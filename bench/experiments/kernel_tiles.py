@@ -63,7 +63,16 @@ LINEAR_CASES = {
 }
 
 
+DEPTHWISE = [(512, 4, 16, 4, 1), (256, 8, 16, 4, 1), (64, 32, 16, 4, 1), (128, 16, 16, 4, 1),
+             (1024, 2, 16, 4, 1), (512, 4, 16, 8, 1), (256, 4, 16, 4, 1), (256, 16, 16, 8, 1)]
+"""Depthwise tiles (pixels, channels, -, warps, stages); the first run's were (128, 16, 16, 4, 1),
+(256, 16, 16, 4, 1), (64, 32, 16, 4, 1), (128, 32, 16, 4, 1), (256, 8, 16, 4, 1),
+(512, 4, 16, 4, 1), (128, 16, 16, 2, 1), (256, 16, 16, 8, 1) with every tap unrolled."""
+
+
 def _tiles(name: str) -> list[tuple]:
+    if len(kernels_check.CONV_CASES.get(name, ())) == 10:  # groups given: depthwise
+        return DEPTHWISE
     if name in kernels_check.CONV_CASES:
         return GEMM_32 if kernels_check.CONV_CASES[name][0] == "float32" else GEMM_16
     if name in LINEAR_CASES:

@@ -12,3 +12,8 @@ k gemm_4096x4096x1024_tf32 128x256x32x8x3,128x256x32x8x4,256x128x32x8x3,256x128x
 k gemm_4096x4096x1024_bf16 128x256x64x8x3,128x256x64x8x4,256x128x64x8x3,256x128x64x8x4,128x256x128x8x2,128x128x128x8x3
 k ragged_77x131x1000_gelu_bf16 64x64x64x4x4,64x64x64x4x4x3,32x32x64x4x3x5
 k ragged_77x131x1000_gelu_f32 64x32x32x4x4,64x32x32x4x4x3,64x64x32x4x4x4
+# depthwise convolutions (the direct template's tiles; kernel_tiles.DEPTHWISE), and the same cases
+# against IREE's own depthwise kernels and eager (bench/kernels_check.py)
+DW=dw3x3_8x144x56_bn_relu,dw3x3s2_8x96x112_bf16,dw3x3_8x576x14,dw7x7_8x384x14_bf16
+python bench/experiments/kernel_tiles.py build $B/ktiles --only $DW
+python bench/kernels_check.py build $B/kcheck --only $DW

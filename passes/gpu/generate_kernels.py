@@ -25,7 +25,15 @@ braze.compile reads torch.backends.cuda.matmul.allow_tf32). Its epilogue: the ch
 all-parallel generics each of which is the only reader of the previous result, with identity
 maps on it, other operands read whole, by column, by row or as scalars, and bodies of the ops in
 braze.kernels.gemm.EPILOGUE_OPS over constants (a widening extf stays with the matmul reading
-it). `report.decisions` names each kernel and its tile; a matmul left alone gets a `braze.kernel_skipped` reason.
+it). Convolutions: a static NCHW conv_2d_nchw_fchw as an implicit GEMM, a depthwise one
+(linalg.depthwise_conv_2d_nchw_chw, groups = channels) as a direct kernel of f32 FMAs, each with
+its bias, BatchNorm and activation (grouped convolutions keep IREE's path). `report.decisions`
+names each kernel and its tile; a matmul left alone gets a `braze.kernel_skipped` reason.
+
+Tiles: the cost model's (braze.kernels.gemm.choose_tile, attention.choose_tile), unless the
+tuning cache (`tuning-cache=`, written by `braze tune import`) holds a measured tile under the
+kernel's tuning signature, or `tiles=` forces one (what `braze tune build --kernels` compiles);
+the report says which (`tile_from`).
 """
 
 from __future__ import annotations
@@ -37,19 +45,23 @@ from braze.irutil import all_ops, captured_values, op_id, remap_operands
 from braze.kernels import attention as kattention
 from braze.kernels import build as kbuild
 from braze.kernels.gemm import EPILOGUE_OPS, choose_tile
-from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, read_spec
+from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, parse_tile, read_spec
 from braze.targets import cuda_sm_count
+from braze.tuning import TuningCache
 
 from ..registry import ModulePass, decide, one_of, option, register
 from ..report import short_location
-from .options import cuda_target
+from .options import cuda_target, forced_tiles, kernel_tiles, tuning_cache
 from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 SKIPPED_ATTR = "braze.kernel_skipped"
+TILE_FROM_ATTR = "braze.kernel_tile_from"
 EPILOGUE_END_ATTR = "braze.kernel_epilogue_end"
 GENERATED = ("bf16", "f16")
 ATTENTION = "tm_tensor.attention"
-CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", ATTENTION)
+DEPTHWISE = "linalg.depthwise_conv_2d_nchw_chw"
+CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", DEPTHWISE, ATTENTION)
+
 
 @register
 @dataclass(frozen=True)
@@ -67,6 +79,8 @@ class GenerateKernelsPass(ModulePass):
                             check=one_of("tf32", "tf32x3", "off", "im2col"))
     mode: str = option("auto", "on: outline for the target; off: never; auto: on where braze can build "
                                "the kernels here (Triton installed)", check=one_of("auto", "on", "off"))
+    tuning_cache: str = tuning_cache()
+    tiles: str = kernel_tiles()
 
     def run(self, module: ir.Operation) -> None:
         if not self.target or self.mode == "off":
@@ -74,6 +88,8 @@ class GenerateKernelsPass(ModulePass):
         if kbuild.available(self.target) is not None and (self.mode == "auto" or self.target not in kbuild.ARCHS):
             return
         sms = cuda_sm_count(self.target)
+        cache = TuningCache.open(self.tuning_cache)
+        forced = forced_tiles(self.tiles)
         count = 0
         for f in list(all_ops(module, "func.func")):
             if ATTR in f.attributes:
@@ -100,13 +116,36 @@ class GenerateKernelsPass(ModulePass):
                 if isinstance(closure, str):
                     mm.attributes[SKIPPED_ATTR] = ir.StringAttr.get(closure)
                     continue
-                tile = kattention.choose_tile(spec, sms) if isinstance(spec, AttentionSpec) else choose_tile(spec, sms)
-                spec = type(spec)(**{**spec.__dict__, "tile": tile})
+                spec, tile_from = self._tiled(spec, sms, cache, forced)
                 label = f"braze_kernel{count}"
                 if not decide(self.name, f"@{label}: {spec.describe()} at {short_location(str(mm.location))}"):
                     continue
-                _outline(module, f, plan, spec, label)
+                outlined = _outline(module, f, plan, spec, label)
+                outlined.attributes[TILE_FROM_ATTR] = ir.StringAttr.get(tile_from)
                 count += 1
+
+    def _tiled(self, spec, sms: int, cache: TuningCache | None, forced: dict) -> tuple:
+        """The spec with its tile: forced (tiles=), else measured (the tuning cache: an entry that
+        does not fit the template is ignored, as a damaged cache never stops a compile), else the
+        cost model's; and which of the three it was."""
+        signature = spec.tuning_signature()
+        if signature in forced:
+            tiled = type(spec)(**{**spec.__dict__, "tile": forced[signature]})
+            try:
+                tiled.check()
+            except ValueError as e:
+                self.option_error("tiles", f"gives {signature} ({spec.describe()}) a tile that does not fit: {e}")
+            return tiled, "forced"
+        stored = cache.lookup(signature, self.target) if cache is not None else None
+        if stored is not None:
+            try:
+                tiled = type(spec)(**{**spec.__dict__, "tile": parse_tile(stored)})
+                tiled.check()
+                return tiled, f"measured ({cache.path})"
+            except ValueError:
+                pass
+        tile = kattention.choose_tile(spec, sms) if isinstance(spec, AttentionSpec) else choose_tile(spec, sms)
+        return type(spec)(**{**spec.__dict__, "tile": tile}), "cost model"
 
 
 @dataclass
@@ -259,7 +298,10 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     """The implicit-GEMM spec and rewrite plan for a convolution, or why it keeps braze's
     im2col + matmul (or IREE's) path."""
     elements = ("f32", "bf16", "f16") if fp32 != "off" else ("bf16", "f16")
-    if not generated_conv(op, elements):
+    depthwise = op.name == DEPTHWISE
+    if depthwise and not generated_conv(op, elements, DEPTHWISE):
+        return "not a static NCHW depthwise convolution accumulating in f32 from zero or a bias"
+    if not depthwise and not generated_conv(op, elements):
         return "not a static NCHW convolution of one group accumulating in f32 from zero or a bias"
     x, w, init = op.operands
     source, peeled, (pt, pl) = x, [], (0, 0)
@@ -268,7 +310,10 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         source, (pt, pl) = padding
         peeled.append(_owner(x))
     n, c, h, wd = ir.RankedTensorType(source.type).shape
-    f, _, kh, kw = ir.RankedTensorType(w.type).shape
+    if depthwise:  # the weight [C, KH, KW]: one filter per channel
+        f, kh, kw = ir.RankedTensorType(w.type).shape
+    else:
+        f, _, kh, kw = ir.RankedTensorType(w.type).shape
     _, _, oh, ow = ir.RankedTensorType(init.type).shape
     sh, sw = conv_ints(op, "strides")
     dh, dw = conv_ints(op, "dilations")
@@ -291,9 +336,9 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
             break
         chain.extend(steps)
         cur = steps[-1].results[0]
-    spec = GemmSpec(m=n * oh * ow, n=f, k=c * kh * kw, a=ta, b=ta, b_layout="nk", out=_element(cur),
-                    inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
-                    precision=fp32 if ta == "f32" else "",
+    spec = GemmSpec(m=n * oh * ow, n=f, k=kh * kw if depthwise else c * kh * kw, a=ta, b=ta, b_layout="nk",
+                    out=_element(cur), inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
+                    precision=fp32 if ta == "f32" and not depthwise else "", depthwise=depthwise,
                     conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
     return spec, _Plan(args, peeled + widened + chain, cur, chain[-1], ended)
 
@@ -683,7 +728,7 @@ def _closure(plan: _Plan) -> set | str:
     return wanted
 
 
-def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec, label: str) -> None:
+def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec, label: str) -> ir.Operation:
     """Move the plan's ops into a new private function `label` and call it in their place."""
     arg_types = [str(v.type) for v in plan.args]
     result_type = str(plan.result.type)
@@ -722,6 +767,7 @@ def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec,
     for o in sorted(plan.ops, key=lambda o: position[op_id(o)], reverse=True):
         if all(not list(r.uses) for r in o.results):
             o.erase()
+    return new
 
 
 def generated_kernels(module: ir.Operation) -> list[dict]:
@@ -736,6 +782,9 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
                      "generated": True, "location": short_location(str(mm.location)) if mm is not None else ""}
             if EPILOGUE_END_ATTR in f.attributes:
                 entry["epilogue_end"] = ir.StringAttr(f.attributes[EPILOGUE_END_ATTR]).value
+            entry["signature"] = spec.tuning_signature()
+            if TILE_FROM_ATTR in f.attributes:
+                entry["tile_from"] = ir.StringAttr(f.attributes[TILE_FROM_ATTR]).value
             found.append(entry)
     for mm in all_ops(module, CONTRACTIONS):
         if SKIPPED_ATTR in mm.attributes:

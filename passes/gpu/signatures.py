@@ -160,11 +160,12 @@ def conv_init_bias(init: ir.Value) -> tuple[str, ir.Value | None, ir.Operation |
     return None
 
 
-def generated_conv(op: ir.Operation, element_types: tuple[str, ...]) -> bool:
-    """Whether fusion-generate-kernels takes this convolution as an implicit GEMM (static NCHW,
-    one group, operands of one of `element_types`, accumulating in f32 from zero or a bias);
-    fusion-conv-to-matmul leaves such convolutions alone."""
-    if op.name != "linalg.conv_2d_nchw_fchw":
+def generated_conv(op: ir.Operation, element_types: tuple[str, ...], name: str = "linalg.conv_2d_nchw_fchw") -> bool:
+    """Whether fusion-generate-kernels takes this convolution (`name`: one group, or
+    linalg.depthwise_conv_2d_nchw_chw) as a generated kernel (static NCHW, operands of one of
+    `element_types`, accumulating in f32 from zero or a bias); fusion-conv-to-matmul leaves
+    such convolutions alone."""
+    if op.name != name:
         return False
     types = [v.type for v in op.operands]
     if not all(isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape for t in types):

@@ -102,6 +102,8 @@ class Report:
                 text += f"\n  {what}  {k['location']}"
                 if k.get("epilogue_end"):
                     text += f"\n    epilogue ends: {k['epilogue_end']}"
+                if k.get("tile_from", "cost model") != "cost model":
+                    text += f"\n    tile: {k['tile_from']}"
         if self.fusion_text:
             text += "\n\n" + self.fusion_text.rstrip()
         return text

@@ -272,6 +272,45 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
 
 
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 2, 1), (1, 0, 2)])
+def test_depthwise_template_is_the_convolution(stride, padding, dilation, tmp_path):
+    """The direct depthwise kernel (a program per channels x pixels tile, taps gathered, the
+    BatchNorm-shaped epilogue per channel plus a residual) against torch in float64, on a shape
+    no tile divides (channels 20 against 16 a tile, pixels 2*9*7 against 128)."""
+    torch.manual_seed(7)
+    n, c, h, w, kh, kw = 2, 20, 11, 9, 3, 3
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    x, weight, scale = torch.randn(n, c, h, w), torch.randn(c, 1, kh, kw), torch.randn(c)
+    residual = torch.randn(n, c, oh, ow)
+    spec = GemmSpec(m=n * oh * ow, n=c, k=kh * kw, a="f32", b="f32", b_layout="nk", out="f32", depthwise=True,
+                    inputs=(Input("f32", "row"), Input("f32", "full")),
+                    ops=(("%0", "mulf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
+                         ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2",
+                    conv=(n, c, h, w, kh, kw, stride, stride, dilation, dilation, padding, padding, oh, ow),
+                    tile=(128, 16, 16, 4, 1))
+    got = _run_interpreted(spec, (x, weight.reshape(c, -1).contiguous(), scale, residual), tmp_path)
+    conv = torch.nn.functional.conv2d(x.double(), weight.double(), stride=stride, padding=padding,
+                                      dilation=dilation, groups=c)
+    want = torch.relu(conv * scale.double()[None, :, None, None] + residual.double())
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-5
+
+
+def test_pass_takes_depthwise_conv_batchnorm_relu_as_one_kernel():
+    model = torch.nn.Sequential(torch.nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=24, bias=False),
+                                torch.nn.BatchNorm2d(24), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 24, 15, 15)
+    (spec,) = _specs(lower(model, x, device="cuda", target="sm_90").module.operation)
+    assert spec.depthwise and spec.precision == ""  # f32 FMAs: exact whatever torch allows
+    assert spec.conv == (2, 24, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
+    assert (spec.m, spec.n, spec.k) == (128, 24, 9)
+    assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU joined
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
+    assert compiled.report.dispatch_count == 1 and "depthwise conv" in compiled.report.kernels[0]["kernel"]
+    grouped = torch.nn.Conv2d(24, 24, 3, padding=1, groups=4).eval()  # not depthwise: IREE's path
+    assert not _specs(lower(grouped, x, device="cuda", target="sm_90").module.operation)
+
+
 def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
     class ConvBnRelu(torch.nn.Module):
         def __init__(self):
@@ -516,3 +555,41 @@ def test_a_bad_precision_is_named_with_an_explicit_pipeline_too():
     with pytest.raises(braze.InputError, match="precision='fast'"):
         lower(model, x, device="cuda", target="sm_90", precision="fast",
               pipeline="fusion-cuda-pipeline{target=sm_90}")
+
+
+def test_measured_tiles_replace_the_cost_model(tmp_path, monkeypatch):
+    """`braze tune`'s flow for generated kernels: a forced tile (what its builds use), then a
+    winner imported into the tuning cache under the kernel's signature, used by every later
+    compile; a cached tile the template cannot take is ignored (the cost model decides)."""
+    import dataclasses
+
+    from braze import tuning
+    from braze.kernels import gemm
+    from braze.passes import pipelines
+    from braze.tools import tune
+
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
+    model = torch.nn.Linear(1024, 512).eval().bfloat16()
+    x = torch.randn(128, 1024).bfloat16()
+    first = braze.compile(model, x, device="cuda", target="sm_90", cache=False).report.kernels[0]
+    assert first["tile_from"] == "cost model" and "tile 64x32x64" in first["kernel"], first
+    sig = first["signature"]
+    (spec,) = tune._generated_specs(model, [x], "sm_90")
+    assert spec.tuning_signature() == sig
+    tiles = gemm.candidates(spec, 132)
+    assert tiles[0] == (64, 32, 64, 4, 4) and len(set(tiles)) == len(tiles) > 5
+    for tile in tiles:
+        dataclasses.replace(spec, tile=tile).check()
+    forced = dataclasses.replace(pipelines.for_device("cuda", "sm_90"), kernel_tiles=f"{sig}=128x64x32x4x5")
+    made = braze.compile(model, x, device="cuda", target="sm_90", cache=False,
+                         pipeline=forced.pipeline_text()).report.kernels[0]
+    assert made["tile_from"] == "forced" and "tile 128x64x32" in made["kernel"]
+    (tmp_path / "winners.json").write_text(json.dumps({"target": "sm_90", "kernels": {sig: "64x128x64x4x4"}}))
+    assert tune.import_winners(tmp_path / "winners.json") == 0
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
+    tuned = compiled.report.kernels[0]
+    assert tuned["tile_from"].startswith("measured") and "tile 64x128x64" in tuned["kernel"], tuned
+    assert "    tile: measured" in compiled.report.table()
+    tuning.TuningCache(tuning.default_path()).record(sig, "sm_90", "64x128")  # no warps, stages
+    again = braze.compile(model, x, device="cuda", target="sm_90", cache=False).report.kernels[0]
+    assert again["tile_from"] == "cost model" and "tile 64x32x64" in again["kernel"]

@@ -162,3 +162,18 @@ def constexprs(spec: AttentionSpec) -> dict[str, int]:
 def options(spec: AttentionSpec) -> tuple[int, int]:
     """(warps, stages) for triton.compile."""
     return spec.tile[2], spec.tile[3]
+
+
+CANDIDATES_16 = ((128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (64, 128, 4, 3),
+                 (128, 32, 4, 3), (64, 32, 4, 4))
+CANDIDATES_32 = ((64, 64, 4, 2), (64, 32, 4, 2), (128, 64, 8, 2), (128, 32, 8, 2), (64, 64, 4, 3))
+
+
+def candidates(spec: AttentionSpec, sms: int) -> list[tuple[int, ...]]:
+    """Tiles `braze tune` measures for a spec: the cost model's first, then the rest of the
+    ones bench/NOTES.md §20 measured (wide heads take the narrower key steps only)."""
+    first = choose_tile(spec, sms)
+    table = CANDIDATES_32 if spec.dtype == "f32" else CANDIDATES_16
+    wide = max(_pow2(spec.e), _pow2(spec.ev)) > (64 if spec.dtype == "f32" else 128)
+    rest = [t for t in table if not wide or t[1] <= 32]
+    return [first] + [t for t in rest if t != first]

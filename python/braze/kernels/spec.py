@@ -50,6 +50,38 @@ class _Spec:
         text = self.to_json() + json.dumps(list(self.tile))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def tuning_signature(self) -> str:
+        """The computation without its tile, as the tuning cache names it ('gemm_<hash>',
+        'conv_', 'dwconv_', 'attention_'): a measured tile is stored and found under it."""
+        untiled = json.loads(self.to_json())
+        untiled.pop("tile", None)
+        digest = hashlib.sha256(json.dumps(untiled, sort_keys=True).encode()).hexdigest()[:16]
+        return f"{self.family()}_{digest}"
+
+
+TUNED_FAMILIES = ("gemm", "conv", "dwconv", "attention")
+"""Prefixes of the generated kernels' tuning signatures."""
+
+
+def is_tuning_signature(text: str) -> bool:
+    family, _, digest = text.partition("_")
+    return family in TUNED_FAMILIES and len(digest) == 16 and all(c in "0123456789abcdef" for c in digest)
+
+
+def tile_text(tile: tuple) -> str:
+    return "x".join(map(str, tile))
+
+
+def parse_tile(text: str) -> tuple[int, ...]:
+    """'128x64x64x4x4[x2]' -> (128, 64, 64, 4, 4[, 2]); ValueError naming the text otherwise."""
+    try:
+        tile = tuple(int(x) for x in text.split("x"))
+    except ValueError:
+        tile = ()
+    if len(tile) < 4 or min(tile) < 1:
+        raise ValueError(f"'{text}' is not a tile (sizes joined by x, e.g. 128x64x64x4x4)")
+    return tile
+
 
 @dataclass(frozen=True)
 class GemmSpec(_Spec):
@@ -78,6 +110,10 @@ class GemmSpec(_Spec):
     dilation h, dilation w, padding top, padding left, OH, OW). A is then the input [N, C, H, W]
     (m = N*OH*OW output pixels), B the weight [F, C*KH*KW] (n = F, k = C*KH*KW), the result
     and 'full' epilogue inputs [N, F, OH, OW]; () for a matmul."""
+    depthwise: bool = False
+    """With conv: a depthwise convolution (groups = C = F): the weight is [C, KH*KW], k = KH*KW,
+    and each output channel reads its own input channel (no GEMM: FMAs in f32, no tensor cores,
+    so float32 takes no precision)."""
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, BK, warps, stages[, split]), chosen by the cost model; () until chosen. split > 1:
     that many programs share each output tile's K loop (braze.kernels.gemm, split K)."""
@@ -85,6 +121,9 @@ class GemmSpec(_Spec):
     def operands(self) -> int:
         """How many operands the kernel reads (its read-only bindings)."""
         return 2 + len(self.inputs)
+
+    def family(self) -> str:
+        return "dwconv" if self.depthwise else "conv" if self.conv else "gemm"
 
     @classmethod
     def from_json(cls, text: str) -> "GemmSpec":
@@ -110,15 +149,19 @@ class GemmSpec(_Spec):
         for i in self.inputs:
             if i.access not in ACCESS or i.dtype not in FLOAT_TYPES:
                 raise ValueError(f"epilogue input {i} is not one of {ACCESS} x {FLOAT_TYPES}")
-        if (self.a == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
+        if self.depthwise:
+            if self.precision or not self.conv:
+                raise ValueError("a depthwise convolution takes conv sizes and no precision (its FMAs are f32)")
+        elif (self.a == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
             raise ValueError(f"precision {self.precision!r} does not fit {self.a} operands "
                              "(float32 takes 'tf32x3' or 'tf32', 16-bit types '')")
         if self.conv:
             if len(self.conv) != 14 or self.batch or self.b_layout != "nk":
                 raise ValueError(f"conv is 14 sizes of an NCHW convolution with a [F, K] weight, got {self.conv}")
             n, c, _, _, kh, kw, *_rest, oh, ow = self.conv
-            if (self.m, self.k) != (n * oh * ow, c * kh * kw):
-                raise ValueError(f"conv {self.conv} does not give m={self.m}, k={self.k}")
+            k = kh * kw if self.depthwise else c * kh * kw
+            if (self.m, self.k) != (n * oh * ow, k) or (self.depthwise and self.n != c):
+                raise ValueError(f"conv {self.conv} does not give m={self.m}, n={self.n}, k={self.k}")
         if self.tile and (len(self.tile) not in (5, 6) or min(self.tile) < 1):
             raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K]) of positive sizes, got {self.tile}")
         if self.batch > MAX_GRID_Y:
@@ -130,6 +173,9 @@ class GemmSpec(_Spec):
             how = f" as {self.precision}" if self.precision else ""
             epi = ", ".join(o[1] for o in self.ops) or "none"
             tile = _tile_text(self.tile)
+            if self.depthwise:
+                return (f"depthwise conv {n}x{c}x{h}x{w}, {kh}x{kw} stride {sh}x{sw}, {self.a}->{self.out} "
+                        f"(f32 FMAs), epilogue [{epi}], tile {tile}")
             return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
                     f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""
@@ -191,6 +237,9 @@ class AttentionSpec(_Spec):
 
     def operands(self) -> int:
         return 3 + len(self.inputs)
+
+    def family(self) -> str:
+        return "attention"
 
     def check(self) -> None:
         for name in ("batch", "l", "s", "e", "ev", "heads"):

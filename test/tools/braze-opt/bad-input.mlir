@@ -34,7 +34,7 @@
 // PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
 // PIPECHOICE: braze-opt: error: option 'kernels' of 'fusion-cuda-pipeline' is auto, on or off, got 'maybe'
 // CHOICE: braze-opt: error: option 'conv-fp32' of 'fusion-generate-kernels' is tf32, tf32x3, off or im2col, got 'fast'
-// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernels, target, tuning-cache)
+// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernel-tiles, kernels, target, tuning-cache)
 // Printing after a pass that does not exist is an error, as in mlir-opt.
 // PRINTAFTER: braze-opt: error: --mlir-print-ir-after=nosuchpass: no pass is called 'nosuchpass'
 // A usage error exits 2 (argparse); a bad input exits 1.
