@@ -55,11 +55,14 @@ CONV_CASES = {
     "conv1x1s2_8x64x56": ("float32", 8, 64, 56, 56, 128, 1, 2, 0),
     "conv3x3_8x64x56_bn_relu_bf16": ("bfloat16", 8, 64, 56, 56, 64, 3, 1, 1),
     "conv3x3_8x256x14_bf16": ("bfloat16", 8, 256, 14, 14, 256, 3, 1, 1),
-    # depthwise (a 10th entry: groups = channels), MobileNetV2- and ConvNeXt-shaped
+    # depthwise (a 10th entry, groups, equal to the channels), MobileNetV2- and ConvNeXt-shaped
     "dw3x3_8x144x56_bn_relu": ("float32", 8, 144, 56, 56, 144, 3, 1, 1, 144),
     "dw3x3s2_8x96x112_bf16": ("bfloat16", 8, 96, 112, 112, 96, 3, 2, 1, 96),
     "dw3x3_8x576x14": ("float32", 8, 576, 14, 14, 576, 3, 1, 1, 576),
     "dw7x7_8x384x14_bf16": ("bfloat16", 8, 384, 14, 14, 384, 7, 1, 3, 384),
+    # grouped (ResNeXt-50 32x4d's 3x3 convolutions: 32 groups)
+    "gconv3x3_8x128x56_g32": ("float32", 8, 128, 56, 56, 128, 3, 1, 1, 32),
+    "gconv3x3_8x512x14_g32_bf16": ("bfloat16", 8, 512, 14, 14, 512, 3, 1, 1, 32),
 }
 CASES.update({name: None for name in CONV_CASES})
 

@@ -70,9 +70,16 @@ DEPTHWISE = [(512, 4, 16, 4, 1), (256, 8, 16, 4, 1), (64, 32, 16, 4, 1), (128, 1
 (512, 4, 16, 4, 1), (128, 16, 16, 2, 1), (256, 16, 16, 8, 1) with every tap unrolled."""
 
 
+GROUPED = [(128, 16, 64, 4, 3), (64, 16, 64, 4, 3), (128, 32, 64, 4, 3), (256, 16, 64, 8, 3), (64, 64, 64, 4, 3)]
+"""Grouped convolutions (ResNeXt's 32 groups of 4-8 channels): narrow tiles."""
+
+
 def _tiles(name: str) -> list[tuple]:
-    if len(kernels_check.CONV_CASES.get(name, ())) == 10:  # groups given: depthwise
+    case = kernels_check.CONV_CASES.get(name, ())
+    if len(case) == 10 and case[9] == case[2] == case[5]:  # groups = channels: depthwise
         return DEPTHWISE
+    if len(case) == 10:
+        return GROUPED
     if name in kernels_check.CONV_CASES:
         return GEMM_32 if kernels_check.CONV_CASES[name][0] == "float32" else GEMM_16
     if name in LINEAR_CASES:

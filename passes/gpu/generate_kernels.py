@@ -60,7 +60,8 @@ EPILOGUE_END_ATTR = "braze.kernel_epilogue_end"
 GENERATED = ("bf16", "f16")
 ATTENTION = "tm_tensor.attention"
 DEPTHWISE = "linalg.depthwise_conv_2d_nchw_chw"
-CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", DEPTHWISE, ATTENTION)
+GROUPED = "linalg.conv_2d_ngchw_gfchw"
+CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", DEPTHWISE, GROUPED, ATTENTION)
 
 
 @register
@@ -298,13 +299,19 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     """The implicit-GEMM spec and rewrite plan for a convolution, or why it keeps braze's
     im2col + matmul (or IREE's) path."""
     elements = ("f32", "bf16", "f16") if fp32 != "off" else ("bf16", "f16")
-    depthwise = op.name == DEPTHWISE
+    depthwise, grouped = op.name == DEPTHWISE, op.name == GROUPED
     if depthwise and not generated_conv(op, elements, DEPTHWISE):
         return "not a static NCHW depthwise convolution accumulating in f32 from zero or a bias"
-    if not depthwise and not generated_conv(op, elements):
+    if grouped:
+        views = _grouped_views(op, elements)
+        if isinstance(views, str):
+            return views
+        x, w, init, peeled, groups = views
+    elif not depthwise and not generated_conv(op, elements):
         return "not a static NCHW convolution of one group accumulating in f32 from zero or a bias"
-    x, w, init = op.operands
-    source, peeled, (pt, pl) = x, [], (0, 0)
+    else:
+        (x, w, init), peeled, groups = op.operands, [], 1
+    source, (pt, pl) = x, (0, 0)
     padding = zero_padding(x)
     if padding is not None:
         source, (pt, pl) = padding
@@ -314,7 +321,7 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         f, kh, kw = ir.RankedTensorType(w.type).shape
     else:
         f, _, kh, kw = ir.RankedTensorType(w.type).shape
-    _, _, oh, ow = ir.RankedTensorType(init.type).shape
+    oh, ow = ir.RankedTensorType(init.type).shape[-2:]
     sh, sw = conv_ints(op, "strides")
     dh, dw = conv_ints(op, "dilations")
     ta = _element(source)
@@ -329,6 +336,11 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     chain = [init_op, op]
     widened: list = []
     cur = op.results[0]
+    if grouped:  # the [N, G, F/G, OH, OW] result seen as [N, F, OH, OW], as torch-mlir reads it
+        collapse = _single_user(cur)
+        chain.append(collapse)
+        cur = collapse.results[0]
+        names[cur] = names[op.results[0]]
     while True:
         steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
         if isinstance(steps, str):
@@ -336,11 +348,35 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
             break
         chain.extend(steps)
         cur = steps[-1].results[0]
-    spec = GemmSpec(m=n * oh * ow, n=f, k=kh * kw if depthwise else c * kh * kw, a=ta, b=ta, b_layout="nk",
-                    out=_element(cur), inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
-                    precision=fp32 if ta == "f32" and not depthwise else "", depthwise=depthwise,
+    spec = GemmSpec(m=n * oh * ow, n=f // groups, k=kh * kw if depthwise else c // groups * kh * kw, a=ta, b=ta,
+                    b_layout="nk", out=_element(cur), inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
+                    precision=fp32 if ta == "f32" and not depthwise else "", depthwise=depthwise, groups=groups,
                     conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
     return spec, _Plan(args, peeled + widened + chain, cur, chain[-1], ended)
+
+
+def _grouped_views(op: ir.Operation, elements: tuple[str, ...]):
+    """A grouped convolution as torch-mlir writes it (the input [N, C, H, W] and the weight
+    [F, C/G, KH, KW] expanded to [N, G, C/G, H, W] and [G, F/G, C/G, KH, KW], the result collapsed
+    back to [N, F, OH, OW], accumulating from a zero fill): (input, weight, init, the two
+    expands, groups), or why it keeps IREE's path."""
+    if not generated_conv(op, elements, GROUPED):
+        return "not a static grouped NCHW convolution accumulating in f32 from zero"
+    x5, w5, init = op.operands
+    kind = conv_init_bias(init)[0]
+    views = [_owner(x5), _owner(w5)]
+    if kind != "zero" or any(v is None or v.name != "tensor.expand_shape" or _single_user(v.results[0]) is None
+                             for v in views):
+        return "a grouped convolution with a bias, or not over expanded [N, C, H, W] and [F, C/G, KH, KW] tensors"
+    want = ("[[0], [1, 2], [3], [4]]", "[[0, 1], [2], [3], [4]]")
+    if any(str(v.attributes["reassociation"]) != r for v, r in zip(views, want)):
+        return "a grouped convolution whose operands are not expanded along their channels"
+    collapse = _single_user(op.results[0])
+    if collapse is None or collapse.name != "tensor.collapse_shape" or \
+            str(collapse.attributes["reassociation"]) != want[0]:
+        return "a grouped convolution whose result is not collapsed back to [N, F, OH, OW]"
+    groups = ir.RankedTensorType(x5.type).shape[1]
+    return views[0].operands[0], views[1].operands[0], init, views, groups
 
 
 def _contiguous_strides(shape: list[int]) -> list[int]:

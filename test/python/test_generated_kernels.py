@@ -272,6 +272,39 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
 
 
+@pytest.mark.parametrize("split", [1, 2], ids=["whole-k", "split-k"])
+def test_grouped_conv_template_is_the_convolution(split, tmp_path):
+    """Grouped convolution: G implicit GEMMs on the grid's second dimension, each reading its
+    channels of the input and its rows of the weight, storing its channels of the NCHW result,
+    with per-channel and whole-tensor epilogue operands, against torch in float64."""
+    torch.manual_seed(8)
+    n, c, h, w, f, g = 2, 12, 9, 7, 20, 4
+    x, weight, bias = torch.randn(n, c, h, w), torch.randn(f, c // g, 3, 3), torch.randn(f)
+    residual = torch.randn(n, f, 5, 4)
+    spec = GemmSpec(m=n * 5 * 4, n=f // g, k=c // g * 9, a="f32", b="f32", b_layout="nk", out="f32",
+                    precision="tf32x3", groups=g, inputs=(Input("f32", "row"), Input("f32", "full")),
+                    ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None)),
+                    result="%1", conv=(n, c, h, w, 3, 3, 2, 2, 1, 1, 1, 1, 5, 4),
+                    tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
+    got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
+    want = torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=2, padding=1,
+                                      groups=g) + residual.double()
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+
+def test_pass_takes_grouped_conv_batchnorm_relu_as_one_kernel():
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 64, 3, padding=1, groups=4, bias=False),
+                                torch.nn.BatchNorm2d(64), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 32, 8, 8)
+    (spec,) = _specs(lower(model, x, device="cuda", target="sm_90").module.operation)
+    assert (spec.groups, spec.m, spec.n, spec.k) == (4, 128, 16, 72) and spec.conv[:4] == (2, 32, 8, 8)
+    assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
+    assert compiled.report.dispatch_count == 1 and "in 4 groups" in compiled.report.kernels[0]["kernel"]
+    biased = torch.nn.Conv2d(32, 64, 3, padding=1, groups=4).eval()  # a 5-D bias broadcast: IREE's path
+    assert not _specs(lower(biased, x, device="cuda", target="sm_90").module.operation)
+
+
 @pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 2, 1), (1, 0, 2)])
 def test_depthwise_template_is_the_convolution(stride, padding, dilation, tmp_path):
     """The direct depthwise kernel (a program per channels x pixels tile, taps gathered, the
@@ -307,8 +340,8 @@ def test_pass_takes_depthwise_conv_batchnorm_relu_as_one_kernel():
     assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU joined
     compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
     assert compiled.report.dispatch_count == 1 and "depthwise conv" in compiled.report.kernels[0]["kernel"]
-    grouped = torch.nn.Conv2d(24, 24, 3, padding=1, groups=4).eval()  # not depthwise: IREE's path
-    assert not _specs(lower(grouped, x, device="cuda", target="sm_90").module.operation)
+    grouped = torch.nn.Conv2d(24, 24, 3, padding=1, groups=4, bias=False).eval()  # not depthwise
+    assert [s.groups for s in _specs(lower(grouped, x, device="cuda", target="sm_90").module.operation)] == [4]
 
 
 def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):

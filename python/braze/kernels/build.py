@@ -39,6 +39,9 @@ class Built:
     warps: int
     grid: tuple[int, int, int]
     cached: bool
+    scratch: int = 0
+    """Bytes of global scratch a program takes (TMA descriptors made on the device): braze binds
+    a buffer of grid x scratch after the kernel's own (braze.kernels.embed)."""
 
 
 def triton_version() -> str | None:
@@ -99,7 +102,8 @@ def _load(entry: Path) -> Built | None:
         ptx = (entry / "kernel.ptx").read_text()
         if hashlib.sha256(ptx.encode()).hexdigest() != meta["ptx_sha256"]:
             return None
-        return Built(meta["name"], ptx, int(meta["shared"]), int(meta["warps"]), tuple(meta["grid"]), True)
+        return Built(meta["name"], ptx, int(meta["shared"]), int(meta["warps"]), tuple(meta["grid"]), True,
+                     int(meta.get("scratch", 0)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -119,15 +123,15 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
     path = entry / "kernel.py"
     write_atomically(path, tpl.source(spec).encode(), overwrite=True)
     try:
-        ptx, shared, warps = _compile(path, name, spec, ARCHS[arch])
+        ptx, shared, warps, scratch = _compile(path, name, spec, ARCHS[arch])
     except Exception as e:  # Triton's errors are many kinds; all of them are braze's bug here
         raise CompileError(f"Triton failed to compile braze's kernel for {spec.describe()} "
                            f"(a braze bug; the generated source is {path}): {type(e).__name__}: {e}") from None
     write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
-    meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)),
+    meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)), "scratch": scratch,
             "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "spec": spec.to_json()}
     write_atomically(entry / "meta.json", json.dumps(meta, indent=1).encode(), overwrite=True)
-    return Built(name, ptx, shared, warps, tpl.grid(spec), False)
+    return Built(name, ptx, shared, warps, tpl.grid(spec), False, scratch)
 
 
 def build_all(specs: list, arch: str = "sm_90", workers: int | None = None) -> list[Built]:
@@ -162,7 +166,7 @@ def load_function(path: Path, name: str):
     return getattr(module, name)
 
 
-def _compile(path: Path, name: str, spec: Spec, capability: int) -> tuple[str, int, int]:
+def _compile(path: Path, name: str, spec: Spec, capability: int) -> tuple[str, int, int, int]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -177,7 +181,9 @@ def _compile(path: Path, name: str, spec: Spec, capability: int) -> tuple[str, i
     compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32),
                               options={"num_warps": warps, "num_stages": stages})
     meta = compiled.metadata
-    for scratch in ("global_scratch_size", "profile_scratch_size"):
-        if getattr(meta, scratch, 0):
-            raise RuntimeError(f"the kernel needs {scratch}={getattr(meta, scratch)}, which braze does not bind")
-    return compiled.asm["ptx"], int(meta.shared), int(meta.num_warps)
+    if getattr(meta, "profile_scratch_size", 0):
+        raise RuntimeError(f"the kernel needs profile_scratch_size={meta.profile_scratch_size}, which braze does not bind")
+    scratch = int(getattr(meta, "global_scratch_size", 0) or 0)
+    align = int(getattr(meta, "global_scratch_align", 1) or 1)
+    scratch = -(-scratch // align) * align
+    return compiled.asm["ptx"], int(meta.shared), int(meta.num_warps), scratch

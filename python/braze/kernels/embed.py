@@ -47,13 +47,14 @@ def kernel_functions(module) -> list:
 def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
     data = built.ptx.encode() + b"\0"
     n_in = spec.operands()
-    writes = 3 if _split_buffers(spec) else 1  # (counters,) the result (, the workspace)
+    writes = (3 if _split_buffers(spec) else 1) + bool(built.scratch)  # (counters,) result (, workspace) (, scratch)
     bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * n_in
                          + ["#hal.pipeline.binding<storage_buffer>"] * writes)
+    constants = 1 if built.scratch else 2  # the scratch pointers Triton appends: one bound, or both fed zeros
     gx, gy, gz = built.grid
     return f'''
 hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{{path = "{built.name}.ptx", data = dense<"0x{data.hex().upper()}"> : vector<{len(data)}xi8>}}>]}}>}}> {{
-  hal.executable.export public @{built.name} ordinal(0) layout(#hal.pipeline.layout<constants = 2, bindings = [{bindings}]>) count(%device: !hal.device) -> (index, index, index) {{
+  hal.executable.export public @{built.name} ordinal(0) layout(#hal.pipeline.layout<constants = {constants}, bindings = [{bindings}]>) count(%device: !hal.device) -> (index, index, index) {{
     %x = arith.constant {gx} : index
     %y = arith.constant {gy} : index
     %z = arith.constant {gz} : index
@@ -86,15 +87,27 @@ def embed_kernels(module, arch: str) -> list[dict]:
             exe = f"{sym}_exe"
             ftype = iree_ir.FunctionType(iree_ir.TypeAttr(f.attributes["function_type"]).value)
             args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ftype.inputs))
-            operand_types = ", ".join(["i32", "i32"] + [str(t) for t in ftype.inputs])
+            zeros = ["%zero"] * (1 if built.scratch else 2)
+            operand_types = ", ".join(["i32"] * len(zeros) + [str(t) for t in ftype.inputs])
             result = str(ftype.results[0])
-            operands = ", ".join(["%zero", "%zero"] + [f"%a{i}" for i in range(len(ftype.inputs))])
+            operands = ", ".join(zeros + [f"%a{i}" for i in range(len(ftype.inputs))])
             split = _split_buffers(spec)
+            extra = []  # results after the kernel's own: the split-K workspace, the TMA descriptors' scratch
             if split:
-                counters, workspace = split
+                extra.append(f"tensor<{split[1]}xf32>")
+            if built.scratch:
+                programs = built.grid[0] * built.grid[1] * built.grid[2]
+                extra.append(f"tensor<{programs * built.scratch}xi8>")
+            if split:
+                counters = split[0]
+                results = ", ".join(["%cnt", result] + extra)
                 body = f'''  %cnt = flow.tensor.splat %zero : tensor<{counters}xi32>
-  %r:3 = flow.dispatch @{exe}::@{built.name}({operands}, %cnt) : ({operand_types}, tensor<{counters}xi32>) -> (%cnt, {result}, tensor<{workspace}xf32>)
+  %r:{2 + len(extra)} = flow.dispatch @{exe}::@{built.name}({operands}, %cnt) : ({operand_types}, tensor<{counters}xi32>) -> ({results})
   return %r#1 : {result}'''
+            elif extra:
+                results = ", ".join([result] + extra)
+                body = f'''  %r:{1 + len(extra)} = flow.dispatch @{exe}::@{built.name}({operands}) : ({operand_types}) -> ({results})
+  return %r#0 : {result}'''
             else:
                 body = f'''  %r = flow.dispatch @{exe}::@{built.name}({operands}) : ({operand_types}) -> {result}
   return %r : {result}'''

@@ -135,6 +135,8 @@ def epilogue_lines(spec: GemmSpec, transposed: bool = False) -> list[str]:
 
 
 def _input_batch_stride(spec: GemmSpec, i: int) -> int:
+    if spec.groups > 1:  # a group's output channels start at group * n ('full' inputs read at c_offs)
+        return spec.n if spec.inputs[i].access == "row" else 0
     if not spec.batch:
         return 0
     return {"full": spec.m * spec.n, "row": spec.n, "col": spec.m, "scalar": 1}[spec.inputs[i].access]
@@ -149,10 +151,24 @@ def split(spec: GemmSpec) -> int:
     return spec.tile[5] if len(spec.tile) > 5 else 1
 
 
+def tma(spec: GemmSpec) -> bool:
+    """Whether A and B are read through TMA descriptors (a tile's seventh entry, 1): the
+    descriptors are made on the device, in a global scratch buffer Triton asks for, which braze
+    binds after the kernel's own buffers (braze.kernels.embed)."""
+    return len(spec.tile) > 6 and spec.tile[6] == 1
+
+
+def tma_fits(spec: GemmSpec) -> bool:
+    """TMA reads rows whose byte strides are multiples of 16: 16-bit operands with K (and N for
+    a [K, N] B) a multiple of 8, a plain matmul (not a convolution's gathered A)."""
+    rows = (spec.k,) if spec.b_layout == "nk" else (spec.k, spec.n)
+    return not spec.conv and spec.a in ("bf16", "f16") and all(r % 8 == 0 for r in rows)
+
+
 def tiles(spec: GemmSpec) -> int:
     """Output tiles over all batches (one counter each when K is split)."""
     bm, bn = spec.tile[0], spec.tile[1]
-    return -(-spec.m // bm) * -(-spec.n // bn) * max(spec.batch, 1)
+    return -(-spec.m // bm) * -(-spec.n // bn) * spec.grid_y()
 
 
 def split_buffers(spec: GemmSpec) -> tuple[int, int] | None:
@@ -177,13 +193,19 @@ def source(spec: GemmSpec) -> str:
         b_ptrs = f"b_ptr + batch_id * {n * k} + (k0 + rk)[:, None] * {n} + rn[None, :]"
         b_step = f"BK * {n}"
     precision = f', input_precision="{spec.precision}"' if spec.precision else ""
-    if spec.conv:
+    if tma(spec):
+        a_setup, a_load, b_ptrs, b_load = _tma_parts(spec)
+        c_offs = f"batch_id * {m * n} + rm[:, None] * {n} + rn[None, :]"
+    elif spec.conv:
         a_setup, a_load, c_offs = _conv_parts(spec)
     else:
         a_setup = f"    a_ptrs = a_ptr + batch_id * {m * k} + rm[:, None] * {k} + (k0 + rk)[None, :]"
         a_load = (f"        a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)\n"
                   "        a_ptrs += BK")
         c_offs = f"batch_id * {m * n} + rm[:, None] * {n} + rn[None, :]"
+    if not tma(spec):
+        b_load = (f"        b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)\n"
+                  f"        b_ptrs += {b_step}")
     finish = epilogue_lines(spec) + [f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"]
     if s == 1:
         params, split_setup, steps = "c_ptr", "    k0 = 0", f"({k} + BK - 1) // BK"
@@ -231,18 +253,35 @@ def {kernel_name(spec)}(a_ptr, b_ptr, {e_params}{params},
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
 {a_setup}
-    b_ptrs = {b_ptrs}
+    {"b_desc" if tma(spec) else "b_ptrs"} = {b_ptrs}
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for kk in range(0, {steps}):
         k_left = {k} - k0 - kk * BK
 {a_load}
-        b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)
+{b_load}
         acc = tl.dot(a, b, acc{precision})
-        b_ptrs += {b_step}
     mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
     c_offs = {c_offs}
 {tail}
 '''
+
+
+def _tma_parts(spec: GemmSpec) -> tuple[str, str, str, str]:
+    """A and B through TMA descriptors (out-of-range rows and columns read as zeros, so no
+    masks): (A setup, A load, B setup, B load) in the K loop of `source`."""
+    m, n, k = spec.m, spec.n, spec.k
+    setup = (f"    a_desc = tl.make_tensor_descriptor(a_ptr + batch_id * {m * k}, shape=[{m}, {k}], strides=[{k}, 1], "
+             "block_shape=[BM, BK])")
+    load = "        a = a_desc.load([pid_m * BM, k0 + kk * BK])"
+    if spec.b_layout == "nk":
+        b_setup = (f"tl.make_tensor_descriptor(b_ptr + batch_id * {n * k}, shape=[{n}, {k}], strides=[{k}, 1], "
+                   "block_shape=[BN, BK])")
+        b_load = "        b = b_desc.load([pid_n * BN, k0 + kk * BK]).T"
+    else:
+        b_setup = (f"tl.make_tensor_descriptor(b_ptr + batch_id * {n * k}, shape=[{k}, {n}], strides=[{n}, 1], "
+                   "block_shape=[BK, BN])")
+        b_load = "        b = b_desc.load([k0 + kk * BK, pid_n * BN])"
+    return setup, load, b_setup, b_load
 
 
 def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
@@ -252,11 +291,12 @@ def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
     im2col copy; the result is stored as NCHW."""
     n_, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = spec.conv
     ohw = oh * ow
+    group = f" + batch_id * {c // spec.groups * h * w}" if spec.groups > 1 else ""  # a group's first channel
     setup = f"""    img = rm // {ohw}
     pix = rm % {ohw}
     h0 = (pix // {ow}) * {sh} - {pt}
     w0 = (pix % {ow}) * {sw} - {pl}
-    a_base = img * {c * h * w}"""
+    a_base = img * {c * h * w}{group}"""
     load = f"""        kidx = k0 + kk * BK + rk
         ch = kidx // {kh * kw}
         kr = kidx % {kh * kw}
@@ -264,7 +304,8 @@ def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
         ww = w0[:, None] + (kr % {kw})[None, :] * {dw}
         inside = (rm[:, None] < {spec.m}) & (kidx[None, :] < {spec.k}) & (hh >= 0) & (hh < {h}) & (ww >= 0) & (ww < {w})
         a = tl.load(a_ptr + a_base[:, None] + ch[None, :] * {h * w} + hh * {w} + ww, mask=inside, other=0.0)"""
-    offs = f"(rm // {ohw})[:, None] * {spec.n * ohw} + rn[None, :] * {ohw} + (rm % {ohw})[:, None]"
+    channel = f"(batch_id * {spec.n} + rn)" if spec.groups > 1 else "rn"
+    offs = f"(rm // {ohw})[:, None] * {spec.n * spec.groups * ohw} + {channel}[None, :] * {ohw} + (rm % {ohw})[:, None]"
     return setup, load, offs
 
 
@@ -356,7 +397,7 @@ the measurement, which they reproduce at all 6 shapes). TF32: 128x256 where it f
 
 
 def _programs(spec: GemmSpec, bm: int, bn: int) -> int:
-    return -(-spec.m // bm) * -(-spec.n // bn) * max(spec.batch, 1)
+    return -(-spec.m // bm) * -(-spec.n // bn) * spec.grid_y()
 
 
 def _cheapest(spec: GemmSpec, sms: int, tiles) -> tuple[int, int, int, int, int]:
@@ -394,11 +435,15 @@ def _split(spec: GemmSpec, sms: int, bm: int, bn: int) -> int:
 def _conv_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
     tiles = [t for t in CONV_TILES if spec.a != "f32" or t[1] <= 128]
     bm, bn, bk, warps, stages = _cheapest(spec, sms, tiles)
-    if spec.a == "f32":  # 32-bit operands take twice the shared memory per stage
+    if spec.groups > 1:  # a group's GEMM is narrow (ResNeXt's: 4 output channels): no wider tile than it
+        bn = min(bn, max(16, 1 << (spec.n - 1).bit_length()))
+    if spec.a == "f32" and bm * bn > 128 * 16:  # 32-bit operands take twice the shared memory per stage
         bk, stages = 32, 3
+    elif spec.a == "f32":  # a narrow tile has the room; ResNeXt's 8x128x56 with 32 groups: 31.6 µs at
+        stages = 3         # BK 64 against 114 at 32 (bench/results/gconv-*-cuda-2026-12-02.txt)
     split = _split(spec, sms, bm, bn)
     if split > 1:
-        bm, bn = 64, 64
+        bm, bn = 64, min(bn, 64)
         split = _split(spec, sms, bm, bn)
     return bm, bn, min(bk, max(16, 1 << (spec.k - 1).bit_length())), warps, stages, *((split,) if split > 1 else ())
 
@@ -438,7 +483,7 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
 
 def grid(spec: GemmSpec) -> tuple[int, int, int]:
     bm, bn = spec.tile[0], spec.tile[1]
-    return (-(-spec.m // bm) * -(-spec.n // bn) * split(spec), max(spec.batch, 1), 1)
+    return (-(-spec.m // bm) * -(-spec.n // bn) * split(spec), spec.grid_y(), 1)
 
 
 def signature(spec: GemmSpec) -> dict[str, str]:

@@ -110,6 +110,10 @@ class GemmSpec(_Spec):
     dilation h, dilation w, padding top, padding left, OH, OW). A is then the input [N, C, H, W]
     (m = N*OH*OW output pixels), B the weight [F, C*KH*KW] (n = F, k = C*KH*KW), the result
     and 'full' epilogue inputs [N, F, OH, OW]; () for a matmul."""
+    groups: int = 1
+    """With conv: a grouped convolution (ResNeXt's): G independent implicit GEMMs on the grid's
+    second dimension, each over C/G input channels (k = C/G*KH*KW) and n = F/G output channels;
+    the weight [F, C/G*KH*KW], the result [N, F, OH, OW]."""
     depthwise: bool = False
     """With conv: a depthwise convolution (groups = C = F): the weight is [C, KH*KW], k = KH*KW,
     and each output channel reads its own input channel (no GEMM: FMAs in f32, no tensor cores,
@@ -159,13 +163,23 @@ class GemmSpec(_Spec):
             if len(self.conv) != 14 or self.batch or self.b_layout != "nk":
                 raise ValueError(f"conv is 14 sizes of an NCHW convolution with a [F, K] weight, got {self.conv}")
             n, c, _, _, kh, kw, *_rest, oh, ow = self.conv
-            k = kh * kw if self.depthwise else c * kh * kw
+            if self.groups < 1 or c % self.groups or (self.groups > 1 and self.depthwise):
+                raise ValueError(f"{self.groups} groups do not divide {c} channels (or a depthwise one has groups)")
+            k = kh * kw if self.depthwise else c // self.groups * kh * kw
             if (self.m, self.k) != (n * oh * ow, k) or (self.depthwise and self.n != c):
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, n={self.n}, k={self.k}")
-        if self.tile and (len(self.tile) not in (5, 6) or min(self.tile) < 1):
-            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K]) of positive sizes, got {self.tile}")
-        if self.batch > MAX_GRID_Y:
-            raise ValueError(f"batch {self.batch}: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
+        if self.tile and (len(self.tile) not in (5, 6, 7) or min(self.tile[:6]) < 1 or self.tile[6:] not in ((), (0,), (1,))):
+            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1]]) of positive sizes, got {self.tile}")
+        if self.tile[6:] == (1,) and (self.conv or self.a not in ("bf16", "f16") or self.k % 8
+                                      or (self.b_layout == "kn" and self.n % 8)):
+            raise ValueError("TMA reads 16-bit matmul operands whose rows are multiples of 16 bytes")
+        if max(self.batch, self.groups) > MAX_GRID_Y:
+            raise ValueError(f"batch {self.batch}, groups {self.groups}: a CUDA grid's second dimension holds at most "
+                             f"{MAX_GRID_Y}")
+
+    def grid_y(self) -> int:
+        """Programs along the grid's second dimension: the batch, or a grouped convolution's groups."""
+        return self.groups if self.groups > 1 else max(self.batch, 1)
 
     def describe(self) -> str:
         if self.conv:
@@ -176,6 +190,10 @@ class GemmSpec(_Spec):
             if self.depthwise:
                 return (f"depthwise conv {n}x{c}x{h}x{w}, {kh}x{kw} stride {sh}x{sw}, {self.a}->{self.out} "
                         f"(f32 FMAs), epilogue [{epi}], tile {tile}")
+            if self.groups > 1:
+                return (f"conv {n}x{c}x{h}x{w} -> {self.n * self.groups} channels in {self.groups} groups, {kh}x{kw} "
+                        f"stride {sh}x{sw}, {self.a}{how}->{self.out} (implicit GEMMs {self.groups}x{self.m}x{self.n}x"
+                        f"{self.k}), epilogue [{epi}], tile {tile}")
             return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
                     f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""
@@ -190,7 +208,8 @@ def _tile_text(tile: tuple) -> str:
     if not tile:
         return "?"
     text = "x".join(map(str, tile[:3]))
-    return text + (f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else "")
+    text += f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else ""
+    return text + (", TMA loads" if len(tile) > 6 and tile[6] == 1 else "")
 
 
 MASKS = ("", "causal", "add")

@@ -39,7 +39,7 @@ fn = build.load_function(path, tpl.kernel_name(spec))
 if isinstance(spec, AttentionSpec):
     shape = (spec.batch, spec.l, spec.ev)
 else:
-    shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n)
+    shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n * spec.groups)
 out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16}[spec.out])
 split = None if isinstance(spec, AttentionSpec) else tpl.split_buffers(spec)
 if split:  # the counters zeroed, the workspace not (IREE's fill and transient, as in embed)
