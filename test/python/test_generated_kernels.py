@@ -109,11 +109,13 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
-@pytest.mark.parametrize("split", [1, 3], ids=["whole-k", "split-k"])
+@pytest.mark.parametrize("variant", [(), (3,), (1, 1)], ids=["whole-k", "split-k", "tma"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
-def test_template_layouts_inputs_and_ragged_edges(layout, split, tmp_path):
+def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     torch.manual_seed(1)
     m, n, k = 33, 65, 48  # no multiple of the tile in M, N or K
+    if variant == (1, 1) and layout == "kn":
+        n = 72  # TMA reads [K, N] rows of a multiple of 16 bytes (still no multiple of the tile)
     a = torch.randn(m, k).half()
     b = torch.randn(n, k).half() if layout == "nk" else torch.randn(k, n).half()
     res, col, s = torch.randn(m, n).half(), torch.randn(m).float(), torch.tensor(0.25).half()
@@ -125,7 +127,7 @@ def test_template_layouts_inputs_and_ragged_edges(layout, split, tmp_path):
            ("%5", "truncf", ["%4"], "f16", None))
     spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
                     inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
-                    ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
+                    ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + variant)
     got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each
     bt = b.double().T if layout == "nk" else b.double()
     y = (a.double() @ bt + res.double()) * col.double()[:, None]
@@ -626,3 +628,32 @@ def test_measured_tiles_replace_the_cost_model(tmp_path, monkeypatch):
     tuning.TuningCache(tuning.default_path()).record(sig, "sm_90", "64x128")  # no warps, stages
     again = braze.compile(model, x, device="cuda", target="sm_90", cache=False).report.kernels[0]
     assert again["tile_from"] == "cost model" and "tile 64x32x64" in again["kernel"]
+
+
+def test_tma_tile_binds_the_descriptor_scratch(tmp_path):
+    """A forced TMA tile: Hopper's bulk tensor copies in the artifact, the descriptors' global
+    scratch bound as one more buffer (a program's share each), one zero constant for Triton's
+    other scratch pointer; a tile the template cannot take (TMA on a convolution) is named."""
+    import dataclasses
+
+    from braze.errors import BrazeError
+    from braze.passes import pipelines
+
+    model = torch.nn.Linear(3072, 768).eval().bfloat16()
+    x = torch.randn(256, 3072).bfloat16()
+    sig = braze.compile(model, x, device="cuda", target="sm_90", cache=False).report.kernels[0]["signature"]
+    base = pipelines.for_device("cuda", "sm_90")
+    forced = dataclasses.replace(base, kernel_tiles=f"{sig}=64x64x64x4x4x1x1").pipeline_text()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=forced)
+    assert "TMA loads" in compiled.report.kernels[0]["kernel"]
+    (step,) = [s for s in compiled.plan.steps if s.op == "dispatch"]
+    assert step.constants == [0] and len(step.bindings) == 5  # x, weight, bias, result, scratch
+    assert step.bindings[-1][2] == 4 * 12 * 256  # 48 programs x two 128-byte descriptors
+    with zipfile.ZipFile(compiled.save(tmp_path / "tma.braze")) as z:
+        assert b"cp.async.bulk.tensor" in z.read("module.vmfb")
+    conv = torch.nn.Conv2d(8, 16, 3).eval().bfloat16()
+    img = torch.randn(2, 8, 10, 10).bfloat16()
+    csig = braze.compile(conv, img, device="cuda", target="sm_90", cache=False).report.kernels[0]["signature"]
+    bad = dataclasses.replace(base, kernel_tiles=f"{csig}=64x64x64x4x4x1x1").pipeline_text()
+    with pytest.raises(BrazeError, match="TMA reads 16-bit matmul operands"):
+        braze.compile(conv, img, device="cuda", target="sm_90", cache=False, pipeline=bad)
