@@ -667,8 +667,11 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         if access != "scalar" and batched and access != "full":
             return "the next op reads a per-batch vector"
         pending_inputs.append((i, v, access, widened))
+    roundings, parts = _bf16_roundings(body)
+    inside = {op_id(o.operation) for o in body.operations}
     for v in captured_values(g):
-        if _float_literal(v) is None:
+        if _float_literal(v) is None and not (_int_literal(v) is not None and all(
+                op_id(u.owner) in parts for u in v.uses if op_id(u.owner) in inside)):
             return "the next op captures a value that is not a float constant"
     lines = []
     counter = len(ops_text)
@@ -677,6 +680,19 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
         if o.name == "linalg.yield":
             yielded = o.operands[0]
             break
+        if op_id(o) in parts:
+            continue
+        if op_id(o) in roundings:  # braze's spelling of a bf16 round trip: the template's .to(bf16)
+            x = roundings[op_id(o)]
+            operand = local.get(x) if x in local else (("input", x.arg_number)
+                                                       if isinstance(x, ir.BlockArgument) and x.owner == body else None)
+            if operand is None:
+                return "the next op rounds a value from outside it"
+            dst = f"%{counter}"
+            counter += 1
+            lines.append([dst, "truncf", [operand], "bf16", None])
+            local[o.results[0]] = dst
+            continue
         dialect_op = o.name.split(".", 1)[1]
         if o.name == "arith.constant":
             lit = _float_literal(o.results[0])
@@ -740,6 +756,58 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     else:
         names[g.results[0]] = local[yielded]
     return [reshape, g] if reshape is not None else [g]
+
+
+def _int_literal(v: ir.Value) -> int | None:
+    o = _owner(v)
+    if o is None or o.name != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(o.attributes["value"]).value
+    except (ValueError, TypeError):
+        return None
+
+
+def _bf16_roundings(body: ir.Block) -> tuple[dict, set]:
+    """Each rounding of an f32 to bf16 precision that braze's fusion spells in integer ops
+    (passes/lower_to_linalg.round_bfloat16_round_trips: select(isnan(x), x, bitcast((bits +
+    0x7fff + ((bits >> 16) & 1)) & 0xffff0000))): ({select: x}, the keys of the ops it is made
+    of). The epilogue computes it as one truncf to bf16 (the template's .to(tl.bfloat16), the
+    same round to nearest even, NaN kept)."""
+    found, parts = {}, set()
+
+    def op(v, name):
+        o = _owner(v)
+        return o if o is not None and o.name == name else None
+
+    for o in body.operations:
+        o = o.operation
+        if o.name != "arith.select":
+            continue
+        cond, x, r = o.operands
+        nan, back = op(cond, "arith.cmpf"), op(r, "arith.bitcast")
+        if nan is None or ir.IntegerAttr(nan.attributes["predicate"]).value != 14 or list(nan.operands) != [x, x]:
+            continue
+        mask = op(back.operands[0], "arith.andi") if back is not None else None
+        if mask is None or _int_literal(mask.operands[1]) != -65536:
+            continue
+        total = op(mask.operands[0], "arith.addi")
+        biased = op(total.operands[0], "arith.addi") if total is not None else None
+        lsb = op(total.operands[1], "arith.andi") if total is not None else None
+        if biased is None or lsb is None or _int_literal(biased.operands[1]) != 0x7FFF or _int_literal(lsb.operands[1]) != 1:
+            continue
+        shift = op(lsb.operands[0], "arith.shrui")
+        bits = op(biased.operands[0], "arith.bitcast")
+        if shift is None or bits is None or _int_literal(shift.operands[1]) != 16 or shift.operands[0] != bits.results[0] \
+                or bits.operands[0] != x:
+            continue
+        pieces = [nan, back, mask, total, biased, lsb, shift, bits]
+        keys = {op_id(p) for p in pieces} | {op_id(o)}
+        if any(op_id(u.owner) not in keys for p in pieces for u in p.results[0].uses):
+            continue  # a piece read elsewhere: not only a rounding
+        found[op_id(o)] = x
+        parts |= {op_id(p) for p in pieces}
+    return found, parts
 
 
 TAKEN_ALONG = ("arith.constant", "tensor.empty", "tensor.collapse_shape", "tensor.expand_shape")
