@@ -98,6 +98,27 @@ def test_specialize_is_checked():
                       dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
 
 
+def test_saving_is_per_build_and_partial_is_refused(tmp_path):
+    """A DynamicModule is two builds: save() names the way (each build saved and loaded back,
+    the dynamic one still taking every size); partial=True with dynamic_shapes is refused."""
+    torch.manual_seed(5)
+    model = Mlp().eval()
+    shapes = {"x": {0: torch.export.Dim("batch", min=1, max=16)}}
+    module = braze.compile(model, torch.randn(4, 24), dynamic_shapes=shapes, cache=False)
+    with pytest.raises(InputError, match="module.dynamic.save"):
+        module.save(tmp_path / "both.braze")
+    assert not (tmp_path / "both.braze").exists()
+    dynamic = braze.load(module.dynamic.save(tmp_path / "dynamic.braze"))
+    static = braze.load(module.static.save(tmp_path / "static.braze"))
+    for rows in (3, 11):
+        x = torch.randn(rows, 24)
+        _close(dynamic(x)[0], model.double()(x.double())[0])
+    x = torch.randn(4, 24)
+    _close(static(x)[0], model.double()(x.double())[0])
+    with pytest.raises(InputError, match="partial=True"):
+        braze.compile(model, torch.randn(4, 24), dynamic_shapes=shapes, partial=True, cache=False)
+
+
 def test_both_builds_come_back_from_the_compile_cache(monkeypatch, tmp_path):
     """A second compile (another example size, same Dim) loads both builds; results unchanged."""
     monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
