@@ -358,19 +358,30 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
 def _grouped_views(op: ir.Operation, elements: tuple[str, ...]):
     """A grouped convolution as torch-mlir writes it (the input [N, C, H, W] and the weight
     [F, C/G, KH, KW] expanded to [N, G, C/G, H, W] and [G, F/G, C/G, KH, KW], the result collapsed
-    back to [N, F, OH, OW], accumulating from a zero fill): (input, weight, init, the two
-    expands, groups), or why it keeps IREE's path."""
-    if not generated_conv(op, elements, GROUPED):
-        return "not a static grouped NCHW convolution accumulating in f32 from zero"
+    back to [N, F, OH, OW], accumulating from a zero fill or from its bias's [N, F, OH, OW]
+    broadcast expanded the same way): (input, weight, the [N, F, OH, OW] init, the expands,
+    groups), or why it keeps IREE's path."""
     x5, w5, init = op.operands
-    kind = conv_init_bias(init)[0]
-    views = [_owner(x5), _owner(w5)]
-    if kind != "zero" or any(v is None or v.name != "tensor.expand_shape" or _single_user(v.results[0]) is None
-                             for v in views):
-        return "a grouped convolution with a bias, or not over expanded [N, C, H, W] and [F, C/G, KH, KW] tensors"
     want = ("[[0], [1, 2], [3], [4]]", "[[0, 1], [2], [3], [4]]")
+    biased = _owner(init)  # a bias: its [N, F, OH, OW] broadcast, expanded as the result is
+    if biased is not None and biased.name == "tensor.expand_shape" and str(biased.attributes["reassociation"]) == want[0] \
+            and (conv_init_bias(biased.operands[0]) or ("",))[0] == "bias" and _single_user(init) is not None:
+        init = biased.operands[0]
+    else:
+        biased = None
+    if not generated_conv(op, elements, GROUPED) and biased is None:
+        return "not a static grouped NCHW convolution accumulating in f32 from zero or a bias"
+    types = [ir.RankedTensorType(v.type) for v in (x5, w5, op.operands[2])]
+    if not all(t.has_static_shape for t in types) or len({str(t.element_type) for t in types[:2]}) != 1 \
+            or str(types[0].element_type) not in elements or str(types[2].element_type) != "f32":
+        return "not a static grouped NCHW convolution accumulating in f32"
+    views = [_owner(x5), _owner(w5)]
+    if any(v is None or v.name != "tensor.expand_shape" or _single_user(v.results[0]) is None for v in views):
+        return "a grouped convolution not over expanded [N, C, H, W] and [F, C/G, KH, KW] tensors"
     if any(str(v.attributes["reassociation"]) != r for v, r in zip(views, want)):
         return "a grouped convolution whose operands are not expanded along their channels"
+    if biased is not None:
+        views.append(biased)
     collapse = _single_user(op.results[0])
     if collapse is None or collapse.name != "tensor.collapse_shape" or \
             str(collapse.attributes["reassociation"]) != want[0]:

@@ -303,8 +303,9 @@ def test_pass_takes_grouped_conv_batchnorm_relu_as_one_kernel():
     assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]
     compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
     assert compiled.report.dispatch_count == 1 and "in 4 groups" in compiled.report.kernels[0]["kernel"]
-    biased = torch.nn.Conv2d(32, 64, 3, padding=1, groups=4).eval()  # a 5-D bias broadcast: IREE's path
-    assert not _specs(lower(biased, x, device="cuda", target="sm_90").module.operation)
+    biased = torch.nn.Conv2d(32, 64, 3, padding=1, groups=4).eval()  # the bias its first epilogue op
+    (with_bias,) = _specs(lower(biased, x, device="cuda", target="sm_90").module.operation)
+    assert with_bias.inputs[0] == Input("f32", "row") and with_bias.ops[0][:3] == ("%b", "addf", ["acc", "in0"])
     # bf16: braze's fusion spells the result's bf16 rounding in integer ops; the epilogue takes it as
     # one truncf (the template's round to nearest even), so BatchNorm and ReLU stay in the kernel
     (half,) = _specs(lower(model.bfloat16(), x.bfloat16(), device="cuda", target="sm_90").module.operation)
