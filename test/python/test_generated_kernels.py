@@ -109,7 +109,7 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
-@pytest.mark.parametrize("variant", [(), (3,), (1, 1)], ids=["whole-k", "split-k", "tma"])
+@pytest.mark.parametrize("variant", [(), (3,), (1, 1), (1, 0, 5)], ids=["whole-k", "split-k", "tma", "stream-k"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     torch.manual_seed(1)
@@ -128,7 +128,8 @@ def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
                     inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
                     ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + variant)
-    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each
+    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each; stream-K:
+    # 6 tiles x 3 K steps over 5 programs, so tiles are cut between programs at different steps
     bt = b.double().T if layout == "nk" else b.double()
     y = (a.double() @ bt + res.double()) * col.double()[:, None]
     want = torch.where(y > 0, y, y * 0.25)

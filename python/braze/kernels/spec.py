@@ -168,8 +168,12 @@ class GemmSpec(_Spec):
             k = kh * kw if self.depthwise else c // self.groups * kh * kw
             if (self.m, self.k) != (n * oh * ow, k) or (self.depthwise and self.n != c):
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, n={self.n}, k={self.k}")
-        if self.tile and (len(self.tile) not in (5, 6, 7) or min(self.tile[:6]) < 1 or self.tile[6:] not in ((), (0,), (1,))):
-            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1]]) of positive sizes, got {self.tile}")
+        if self.tile and (len(self.tile) not in (5, 6, 7, 8) or min(self.tile[:6]) < 1
+                          or self.tile[6:7] not in ((), (0,), (1,)) or min(self.tile[7:] or (0,)) < 0):
+            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1[, stream-K programs]]]) of "
+                             f"positive sizes, got {self.tile}")
+        if self.tile[7:] not in ((), (0,)) and (self.conv or self.batch or self.tile[5] != 1 or self.tile[6] != 0):
+            raise ValueError("stream-K takes a plain matmul without split K or TMA")
         if self.tile[6:] == (1,) and (self.conv or self.a not in ("bf16", "f16") or self.k % 8
                                       or (self.b_layout == "kn" and self.n % 8)):
             raise ValueError("TMA reads 16-bit matmul operands whose rows are multiples of 16 bytes")
@@ -209,7 +213,8 @@ def _tile_text(tile: tuple) -> str:
         return "?"
     text = "x".join(map(str, tile[:3]))
     text += f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else ""
-    return text + (", TMA loads" if len(tile) > 6 and tile[6] == 1 else "")
+    text += ", TMA loads" if len(tile) > 6 and tile[6] == 1 else ""
+    return text + (f", stream-K over {tile[7]} programs" if len(tile) > 7 and tile[7] else "")
 
 
 MASKS = ("", "causal", "add")
