@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,18 +167,34 @@ def load_function(path: Path, name: str):
     return getattr(module, name)
 
 
+_AST_LOCK = threading.Lock()
+
+
 def _compile(path: Path, name: str, spec: Spec, capability: int) -> tuple[str, int, int, int]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    class Source(ASTSource):
+        """Triton's source, its AST parsed (hash, make_ir) under one lock: CPython 3.11's ast.parse
+        is not thread-safe ("AST constructor recursion depth mismatch", seen in build_all's
+        threads; python/cpython#106905); the MLIR, LLVM and ptxas stages still run in parallel."""
+
+        def hash(self):
+            with _AST_LOCK:
+                return super().hash()
+
+        def make_ir(self, *args, **kwargs):
+            with _AST_LOCK:
+                return super().make_ir(*args, **kwargs)
 
     tpl = template(spec)
     fn = load_function(path, name)
     sig = tpl.signature(spec)
     pointers = [i for i, t in enumerate(sig.values()) if t.startswith("*")]
     warps, stages = tpl.options(spec)
-    src = ASTSource(fn, signature=sig, constexprs=tpl.constexprs(spec),
-                    attrs={(i,): [["tt.divisibility", 16]] for i in pointers})
+    src = Source(fn, signature=sig, constexprs=tpl.constexprs(spec),
+                 attrs={(i,): [["tt.divisibility", 16]] for i in pointers})
     compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32),
                               options={"num_warps": warps, "num_stages": stages})
     meta = compiled.metadata
