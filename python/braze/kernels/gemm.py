@@ -158,13 +158,6 @@ def tma(spec: GemmSpec) -> bool:
     return len(spec.tile) > 6 and spec.tile[6] == 1
 
 
-def tma_fits(spec: GemmSpec) -> bool:
-    """TMA reads rows whose byte strides are multiples of 16: 16-bit operands with K (and N for
-    a [K, N] B) a multiple of 8, a plain matmul (not a convolution's gathered A)."""
-    rows = (spec.k,) if spec.b_layout == "nk" else (spec.k, spec.n)
-    return not spec.conv and spec.a in ("bf16", "f16") and all(r % 8 == 0 for r in rows)
-
-
 def tiles(spec: GemmSpec) -> int:
     """Output tiles over all batches (one counter each when K is split)."""
     bm, bn = spec.tile[0], spec.tile[1]
