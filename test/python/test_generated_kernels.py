@@ -109,12 +109,13 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
-@pytest.mark.parametrize("variant", [(), (3,), (1, 1), (1, 0, 5)], ids=["whole-k", "split-k", "tma", "stream-k"])
+@pytest.mark.parametrize("variant", [(), (3,), (1, 1), (1, 0, 5), (1, 1, 5), (1, 0, 4, 1), (1, 1, 3, 1)],
+                         ids=["whole-k", "split-k", "tma", "stream-k", "stream-k-tma", "persistent", "persistent-tma"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     torch.manual_seed(1)
     m, n, k = 33, 65, 48  # no multiple of the tile in M, N or K
-    if variant == (1, 1) and layout == "kn":
+    if variant[1:2] == (1,) and layout == "kn":
         n = 72  # TMA reads [K, N] rows of a multiple of 16 bytes (still no multiple of the tile)
     a = torch.randn(m, k).half()
     b = torch.randn(n, k).half() if layout == "nk" else torch.randn(k, n).half()
@@ -129,7 +130,8 @@ def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
                     inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
                     ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + variant)
     got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each; stream-K:
-    # 6 tiles x 3 K steps over 5 programs, so tiles are cut between programs at different steps
+    # 6 tiles x 3 K steps over 5 programs, so tiles are cut between programs at different steps;
+    # persistent: 6 tiles over 4 (or 3) programs, so some programs take two tiles
     bt = b.double().T if layout == "nk" else b.double()
     y = (a.double() @ bt + res.double()) * col.double()[:, None]
     want = torch.where(y > 0, y, y * 0.25)

@@ -119,8 +119,10 @@ class GemmSpec(_Spec):
     and each output channel reads its own input channel (no GEMM: FMAs in f32, no tensor cores,
     so float32 takes no precision)."""
     tile: tuple[int, ...] = field(default=(), compare=False)
-    """(BM, BN, BK, warps, stages[, split]), chosen by the cost model; () until chosen. split > 1:
-    that many programs share each output tile's K loop (braze.kernels.gemm, split K)."""
+    """(BM, BN, BK, warps, stages[, split[, TMA[, P[, data-parallel]]]]), chosen by the cost model;
+    () until chosen. split > 1: that many programs share each output tile's K loop (split K);
+    TMA 1: A and B read through TMA descriptors; P > 0: P persistent programs, sharing the tiles'
+    K steps (stream-K) or, with data-parallel 1, whole tiles (braze.kernels.gemm)."""
 
     def operands(self) -> int:
         """How many operands the kernel reads (its read-only bindings)."""
@@ -168,12 +170,15 @@ class GemmSpec(_Spec):
             k = kh * kw if self.depthwise else c // self.groups * kh * kw
             if (self.m, self.k) != (n * oh * ow, k) or (self.depthwise and self.n != c):
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, n={self.n}, k={self.k}")
-        if self.tile and (len(self.tile) not in (5, 6, 7, 8) or min(self.tile[:6]) < 1
-                          or self.tile[6:7] not in ((), (0,), (1,)) or min(self.tile[7:] or (0,)) < 0):
-            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1[, stream-K programs]]]) of "
-                             f"positive sizes, got {self.tile}")
-        if self.tile[7:] not in ((), (0,)) and (self.conv or self.batch or self.tile[5] != 1 or self.tile[6] != 0):
-            raise ValueError("stream-K takes a plain matmul without split K or TMA")
+        if self.tile and (len(self.tile) not in (5, 6, 7, 8, 9) or min(self.tile[:6]) < 1
+                          or self.tile[6:7] not in ((), (0,), (1,)) or min(self.tile[7:8] or (0,)) < 0
+                          or self.tile[8:] not in ((), (0,), (1,))):
+            raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1[, persistent programs[, "
+                             f"stream-K 0 / data-parallel 1]]]]) of positive sizes, got {self.tile}")
+        if self.tile[7:8] not in ((), (0,)) and (self.conv or self.batch or self.tile[5] != 1):
+            raise ValueError("a persistent kernel (stream-K or data-parallel) takes a plain matmul without split K")
+        if self.tile[8:] == (1,) and not self.tile[7]:
+            raise ValueError("a data-parallel persistent tile needs its number of programs (the eighth entry)")
         if self.tile[6:] == (1,) and (self.conv or self.a not in ("bf16", "f16") or self.k % 8
                                       or (self.b_layout == "kn" and self.n % 8)):
             raise ValueError("TMA reads 16-bit matmul operands whose rows are multiples of 16 bytes")
@@ -214,7 +219,10 @@ def _tile_text(tile: tuple) -> str:
     text = "x".join(map(str, tile[:3]))
     text += f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else ""
     text += ", TMA loads" if len(tile) > 6 and tile[6] == 1 else ""
-    return text + (f", stream-K over {tile[7]} programs" if len(tile) > 7 and tile[7] else "")
+    if len(tile) > 7 and tile[7]:
+        kind = "persistent" if tile[8:] == (1,) else "stream-K"
+        text += f", {kind} over {tile[7]} programs"
+    return text
 
 
 MASKS = ("", "causal", "add")
