@@ -174,6 +174,7 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
     import dataclasses
 
     import braze
+    from braze.errors import CompileError
     from braze.kernels import attention, gemm
     from braze.kernels.spec import AttentionSpec, tile_text
     from braze.passes import pipelines
@@ -202,8 +203,15 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
             for tile in tiles:
                 pipeline = dataclasses.replace(base, kernel_tiles=f"{sig}={tile_text(tile)}").pipeline_text()
                 path = f"{name}-{sig}-{tile_text(tile)}.braze"
-                braze.compile(model, *args, device="cuda", target=target, cache=False, pipeline=pipeline).save(
-                    directory / path, overwrite=True)
+                try:
+                    compiled = braze.compile(model, *args, device="cuda", target=target, cache=False,
+                                             pipeline=pipeline)
+                except CompileError as e:
+                    if "bytes of shared memory" not in str(e):
+                        raise
+                    print(f"skip {name} {sig} tile {tile_text(tile)}: {e}", flush=True)
+                    continue
+                compiled.save(directory / path, overwrite=True)
                 entry["candidates"].append({"config": tile_text(tile), "artifact": path})
             manifest["workloads"].append(entry)
             print(f"{name} {sig}: {len(tiles)} tiles for {spec.describe()}", flush=True)

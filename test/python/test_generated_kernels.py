@@ -139,6 +139,19 @@ def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     _close(got, want, eager + 0 * want)
 
 
+@pytest.mark.parametrize("variant", [(1, 1, 3, 1), (1, 0, 5)], ids=["persistent-tma", "stream-k"])
+def test_template_float32_persistent(variant, tmp_path):
+    torch.manual_seed(4)
+    m, n, k = 45, 70, 52  # float32 rows of 52 x 4 bytes: multiples of 16 bytes, as TMA needs
+    a, b, bias = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+    spec = GemmSpec(m=m, n=n, k=k, a="f32", b="f32", b_layout="nk", out="f32", precision="tf32",
+                    inputs=(Input("f32", "row"),), ops=(("%0", "addf", ["acc", "in0"], "f32", None),),
+                    result="%0", tile=(32, 32, 16, 4, 2) + variant)
+    got = _run_interpreted(spec, (a, b, bias), tmp_path)
+    want = a.double() @ b.double().T + bias.double()
+    assert (got.double() - want).abs().max().item() < 2e-3 * want.abs().max().item()  # TF32's rounding at most
+
+
 def test_template_batch(tmp_path):
     torch.manual_seed(2)
     batch, m, n, k = 3, 20, 24, 32
@@ -659,9 +672,33 @@ def test_tma_tile_binds_the_descriptor_scratch(tmp_path):
     assert step.bindings[-1][2] == 4 * 12 * 256  # 48 programs x two 128-byte descriptors
     with zipfile.ZipFile(compiled.save(tmp_path / "tma.braze")) as z:
         assert b"cp.async.bulk.tensor" in z.read("module.vmfb")
+    persistent = dataclasses.replace(base, kernel_tiles=f"{sig}=64x64x64x4x4x1x1x5x1").pipeline_text()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=persistent)
+    assert "persistent over 5 programs" in compiled.report.kernels[0]["kernel"]
+    (step,) = [s for s in compiled.plan.steps if s.op == "dispatch"]
+    assert step.bindings[-1][2] == 5 * 256 and len(step.bindings) == 5  # descriptors made once a program
+    streamk = dataclasses.replace(base, kernel_tiles=f"{sig}=64x64x64x4x4x1x0x7").pipeline_text()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=streamk)
+    assert "stream-K over 7 programs" in compiled.report.kernels[0]["kernel"]  # a 0 entry parses
     conv = torch.nn.Conv2d(8, 16, 3).eval().bfloat16()
     img = torch.randn(2, 8, 10, 10).bfloat16()
     csig = braze.compile(conv, img, device="cuda", target="sm_90", cache=False).report.kernels[0]["signature"]
     bad = dataclasses.replace(base, kernel_tiles=f"{csig}=64x64x64x4x4x1x1").pipeline_text()
-    with pytest.raises(BrazeError, match="TMA reads 16-bit matmul operands"):
+    with pytest.raises(BrazeError, match="TMA reads matmul operands"):
         braze.compile(conv, img, device="cuda", target="sm_90", cache=False, pipeline=bad)
+
+
+def test_cost_model_picks_the_measured_winners():
+    """The cost model's tiles where bench/NOTES.md measured them: 16-bit GEMMs with two waves
+    of 128x256 tiles as persistent TMA kernels (§27), unless a row is not a multiple of 16
+    bytes (no TMA: the plain 128x256 tile); long-K GEMMs with idle SMs split K (§26)."""
+    from braze.kernels import gemm
+
+    def tile(m, n, k, **kw):
+        return gemm.choose_tile(GemmSpec(m=m, n=n, k=k, a="bf16", b="bf16", b_layout="nk", out="bf16", **kw), 132)
+
+    assert tile(4096, 4096, 1024) == (128, 256, 64, 8, 3, 1, 1, 132, 1)
+    assert tile(4096, 4096, 1001) == (128, 256, 64, 8, 3)  # rows of 2002 bytes: no TMA
+    assert tile(4096, 4096, 1024, batch=2) == (128, 256, 64, 8, 3)  # persistent kernels take plain matmuls
+    assert tile(256, 1024, 4096) == (64, 64, 64, 4, 4, 4)
+    assert tile(1024, 768, 3072) == (64, 64, 128, 4, 3)

@@ -30,6 +30,10 @@ Spec = GemmSpec | AttentionSpec
 
 ARCHS = {"sm_90": 90}
 """CUDA capabilities braze generates kernels for (wgmma: sm_90a code runs on 9.0 only)."""
+SHARED_MAX = {"sm_90": 232448}
+"""The most shared memory a kernel may ask for (227 KiB on sm_90): Triton compiles a kernel
+needing more without a word, and it would fail only at load on the GPU host (128x256 stream-K
+asked for 272 KiB)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,9 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
     except Exception as e:  # Triton's errors are many kinds; all of them are braze's bug here
         raise CompileError(f"Triton failed to compile braze's kernel for {spec.describe()} "
                            f"(a braze bug; the generated source is {path}): {type(e).__name__}: {e}") from None
+    if shared > SHARED_MAX[arch]:
+        raise CompileError(f"braze's kernel for {spec.describe()} needs {shared} bytes of shared memory, more than "
+                           f"the {SHARED_MAX[arch]} {arch} gives a kernel: a smaller tile or fewer stages fit")
     write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
     meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)), "scratch": scratch,
             "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "spec": spec.to_json()}

@@ -24,6 +24,7 @@ written once per kernel into the kernel cache next to its PTX (braze.kernels.cac
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import textwrap
@@ -362,6 +363,37 @@ def _persistent_source(spec: GemmSpec) -> str:
 '''
 
 
+def _stream_k_loop(spec: GemmSpec, ks: int) -> str:
+    """The head of stream-K's flat loop up to a, b of step kk of the tile at rm x rn. TMA loads
+    take the tile's coordinates (scalars); cp.async loads carry their pointers from step to step
+    and compute them afresh only where a new tile starts (computing [BM, BK] + [BK, BN] 64-bit
+    addresses every step tripled the loop's instructions)."""
+    if tma(spec):
+        return textwrap.indent(textwrap.dedent(f"""\
+            for it in tl.range(start, end):
+                tile = it // {ks}
+                kk = it % {ks}
+            """), "    ") + _tile_of("tile", 8) + "\n" + _step_loads(spec, 8)
+    m, n, k = spec.m, spec.n, spec.k
+    b_step = "BK" if spec.b_layout == "nk" else f"BK * {n}"
+
+    def pointers(indent: int) -> str:
+        b_offs = (f"rn[None, :] * {k} + (kk * BK + rk)[:, None]" if spec.b_layout == "nk"
+                  else f"(kk * BK + rk)[:, None] * {n} + rn[None, :]")
+        return textwrap.indent(f"a_ptrs = a_ptr + rm[:, None] * {k} + (kk * BK + rk)[None, :]\n"
+                               f"b_ptrs = b_ptr + {b_offs}", " " * indent)
+
+    return (f"    tile = start // {ks}\n    kk = start % {ks}\n" + _tile_of("tile", 4) + "\n" + pointers(4) + "\n"
+            f"    for it in tl.range(start, end):\n        tile = it // {ks}\n        kk = it % {ks}\n"
+            f"        if (kk == 0) & (it > start):  # a new tile\n" + _tile_of("tile", 12) + "\n" + pointers(12) + "\n"
+            + textwrap.indent(textwrap.dedent(f"""\
+                k_left = {k} - kk * BK
+                a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)
+                b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)
+                a_ptrs += BK
+                b_ptrs += {b_step}"""), " " * 8))
+
+
 def _stream_k_source(spec: GemmSpec) -> str:
     """Stream-K: P persistent programs share the tiles' K steps evenly (program p takes a
     contiguous run of the tiles x K-steps iteration space, one flat loop that Triton pipelines),
@@ -392,11 +424,7 @@ def _stream_k_source(spec: GemmSpec) -> str:
     rk = tl.arange(0, BK)
     ws_tile = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
 {_descriptors(spec)}    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for it in tl.range(start, end):
-        tile = it // {ks}
-        kk = it % {ks}
-{_tile_of("tile", 8)}
-{_step_loads(spec, 8)}
+{_stream_k_loop(spec, ks)}
         acc = tl.dot(a, b, acc{precision})
         if (kk == {ks - 1}) | (it == end - 1):
             k_first = tl.maximum(tile * {ks}, start) - tile * {ks}
@@ -540,6 +568,8 @@ first cost model's (waves of programs over the SMs, each as long as its tile ove
 efficiency), with which ResNet-18 ran in 1.215 ms; the Linear-measured tiles below made its
 strided 3x3 convolutions 2x slower (bench/NOTES.md §18)."""
 TILE_16_LARGE = (128, 256, 64, 8, 3)
+"""Where it makes 2 waves; as a persistent kernel with TMA loads where the spec takes one
+(`_persistent_tma`)."""
 TILE_16 = (64, 64, 64, 4, 4)
 TILES_TF32X3 = (
     # (BM, BN, BK, warps, stages, relative efficiency of a full tile)
@@ -622,6 +652,19 @@ tiles at 4 MobileNetV2/ConvNeXt shapes): the fastest at three, 11% behind 64x32 
 2.2-2.8x torch's depthwise, BatchNorm and ReLU kernels at all four."""
 
 
+def _persistent_tma(spec: GemmSpec, tile: tuple[int, ...], sms: int) -> tuple[int, ...]:
+    """`tile` as a data-parallel persistent kernel over `sms` programs with TMA loads, where
+    the spec takes one (a plain matmul whose rows are multiples of 16 bytes), else `tile`.
+    Measured (bench/NOTES.md §27): bf16 4096x4096x1024 at 128x256x64, 3 stages, 53.3 µs against
+    56.3 non-persistent with cp.async and cuBLAS's 49.6 (0.93x against 0.88x)."""
+    candidate = (*tile[:5], 1, 1, sms, 1)
+    try:
+        dataclasses.replace(spec, tile=candidate).check()
+    except ValueError:
+        return tile
+    return candidate
+
+
 def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
     """The tile for a spec on a GPU of `sms` SMs (see TILES_TF32X3's and SPLIT_MIN_K's notes
     for the evidence)."""
@@ -637,7 +680,7 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
         else:
             tile = TILE_TF32_LARGE if _programs(spec, 128, 128) >= 4 * sms else TILE_TF32
     elif _programs(spec, 128, 256) >= 2 * sms:
-        tile = TILE_16_LARGE
+        tile = _persistent_tma(spec, TILE_16_LARGE, sms)
     elif _split(spec, sms, 64, 64) > 1:
         tile = TILE_16 + (_split(spec, sms, 64, 64),)
     else:  # more programs where 64x64 would leave SMs idle; longer K steps for long K loops
@@ -707,6 +750,9 @@ def candidates(spec: GemmSpec, sms: int) -> list[tuple[int, ...]]:
         table = list(TUNE_TF32)
     else:
         table = list(TUNE_16)
+    if not spec.conv and spec.a != "f32" and _programs(spec, 128, 128) >= 2 * sms:  # persistent, TMA (§27)
+        table += [t for t in (_persistent_tma(spec, (128, 256, 64, 8, 3), sms),
+                              _persistent_tma(spec, (128, 128, 64, 8, 4), sms)) if len(t) > 5]
     if not spec.depthwise and spec.k >= SPLIT_MIN_K // 2:
         bk, stages = (32, 3) if spec.a == "f32" else (64, 4)
         table += [(64, 64, bk, 4, stages, s) for s in (2, 4) if spec.k // s >= SPLIT_MIN_PART // 2]

@@ -73,12 +73,13 @@ def tile_text(tile: tuple) -> str:
 
 
 def parse_tile(text: str) -> tuple[int, ...]:
-    """'128x64x64x4x4[x2]' -> (128, 64, 64, 4, 4[, 2]); ValueError naming the text otherwise."""
+    """'128x64x64x4x4[x2[x1[x132[x1]]]]' -> (128, 64, 64, 4, 4[, 2[, ...]]); ValueError naming the
+    text otherwise (the spec's check says whether a template takes the tile)."""
     try:
         tile = tuple(int(x) for x in text.split("x"))
     except ValueError:
         tile = ()
-    if len(tile) < 4 or min(tile) < 1:
+    if len(tile) < 4 or min(tile[:6]) < 1 or min(tile) < 0:  # TMA 0/1 and later entries may be 0
         raise ValueError(f"'{text}' is not a tile (sizes joined by x, e.g. 128x64x64x4x4)")
     return tile
 
@@ -179,9 +180,10 @@ class GemmSpec(_Spec):
             raise ValueError("a persistent kernel (stream-K or data-parallel) takes a plain matmul without split K")
         if self.tile[8:] == (1,) and not self.tile[7]:
             raise ValueError("a data-parallel persistent tile needs its number of programs (the eighth entry)")
-        if self.tile[6:] == (1,) and (self.conv or self.a not in ("bf16", "f16") or self.k % 8
-                                      or (self.b_layout == "kn" and self.n % 8)):
-            raise ValueError("TMA reads 16-bit matmul operands whose rows are multiples of 16 bytes")
+        per_16_bytes = 4 if self.a == "f32" else 8
+        if self.tile[6:7] == (1,) and (self.conv or self.k % per_16_bytes
+                                       or (self.b_layout == "kn" and self.n % per_16_bytes)):
+            raise ValueError("TMA reads matmul operands whose rows are multiples of 16 bytes")
         if max(self.batch, self.groups) > MAX_GRID_Y:
             raise ValueError(f"batch {self.batch}, groups {self.groups}: a CUDA grid's second dimension holds at most "
                              f"{MAX_GRID_Y}")
