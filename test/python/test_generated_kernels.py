@@ -109,8 +109,9 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
-@pytest.mark.parametrize("variant", [(), (3,), (1, 1), (1, 0, 5), (1, 1, 5), (1, 0, 4, 1), (1, 1, 3, 1)],
-                         ids=["whole-k", "split-k", "tma", "stream-k", "stream-k-tma", "persistent", "persistent-tma"])
+@pytest.mark.parametrize("variant", [(), (3,), (3, 0, 2), (1, 1), (1, 0, 5), (1, 1, 5), (1, 0, 4, 1), (1, 1, 3, 1)],
+                         ids=["whole-k", "split-k", "split-k-tail", "tma", "stream-k", "stream-k-tma", "persistent",
+                              "persistent-tma"])
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     torch.manual_seed(1)
@@ -131,7 +132,8 @@ def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
                     ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + variant)
     got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each; stream-K:
     # 6 tiles x 3 K steps over 5 programs, so tiles are cut between programs at different steps;
-    # persistent: 6 tiles over 4 (or 3) programs, so some programs take two tiles
+    # persistent: 6 tiles over 4 (or 3) programs, so some programs take two tiles; split-k-tail:
+    # the first 2 tiles whole, the other 4 split 3 ways
     bt = b.double().T if layout == "nk" else b.double()
     y = (a.double() @ bt + res.double()) * col.double()[:, None]
     want = torch.where(y > 0, y, y * 0.25)
@@ -268,7 +270,8 @@ def test_generated_kernels_on_the_gpu(dtype, m, k, n):
     assert err <= 4 * own + 1e-6, (err, own)
 
 
-@pytest.mark.parametrize("stride,padding,dilation,split", [(1, 1, 1, 1), (2, 3, 1, 1), (1, 0, 2, 1), (1, 1, 1, 2)])
+@pytest.mark.parametrize("stride,padding,dilation,split", [(1, 1, 1, 1), (2, 3, 1, 1), (1, 0, 2, 1), (1, 1, 1, 2),
+                                                           (1, 1, 1, (2, 0, 3))])
 def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_path):
     """The implicit GEMM (gathered input, NCHW store, per-channel and whole-tensor epilogue
     operands) against torch's conv2d in float64, on a shape no tile divides."""
@@ -283,14 +286,19 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_
                     ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
                          ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2",
                     conv=(n, c, h, w, kh, kw, stride, stride, dilation, dilation, padding, padding, oh, ow),
-                    tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
+                    tile=(32, 32, 16, 4, 2) + _split_entries(split))
     got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
     want = torch.relu(torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=stride,
                                                  padding=padding, dilation=dilation) + residual.double())
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
 
 
-@pytest.mark.parametrize("split", [1, 2], ids=["whole-k", "split-k"])
+def _split_entries(split) -> tuple:
+    """A test's split: 1 (none), S, or (S, 0, W): the first W tiles whole, the rest split S ways."""
+    return split if isinstance(split, tuple) else ((split,) if split > 1 else ())
+
+
+@pytest.mark.parametrize("split", [1, 2, (2, 0, 1)], ids=["whole-k", "split-k", "split-k-tail"])
 def test_grouped_conv_template_is_the_convolution(split, tmp_path):
     """Grouped convolution: G implicit GEMMs on the grid's second dimension, each reading its
     channels of the input and its rows of the weight, storing its channels of the NCHW result,
@@ -303,7 +311,7 @@ def test_grouped_conv_template_is_the_convolution(split, tmp_path):
                     precision="tf32x3", groups=g, inputs=(Input("f32", "row"), Input("f32", "full")),
                     ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None)),
                     result="%1", conv=(n, c, h, w, 3, 3, 2, 2, 1, 1, 1, 1, 5, 4),
-                    tile=(32, 32, 16, 4, 2) + ((split,) if split > 1 else ()))
+                    tile=(32, 32, 16, 4, 2) + _split_entries(split))
     got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
     want = torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=2, padding=1,
                                       groups=g) + residual.double()

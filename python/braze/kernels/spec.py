@@ -123,7 +123,8 @@ class GemmSpec(_Spec):
     """(BM, BN, BK, warps, stages[, split[, TMA[, P[, data-parallel]]]]), chosen by the cost model;
     () until chosen. split > 1: that many programs share each output tile's K loop (split K);
     TMA 1: A and B read through TMA descriptors; P > 0: P persistent programs, sharing the tiles'
-    K steps (stream-K) or, with data-parallel 1, whole tiles (braze.kernels.gemm)."""
+    K steps (stream-K) or, with data-parallel 1, whole tiles; with split K, P is the number of
+    tiles computed whole, the others split (braze.kernels.gemm)."""
 
     def operands(self) -> int:
         """How many operands the kernel reads (its read-only bindings)."""
@@ -176,8 +177,11 @@ class GemmSpec(_Spec):
                           or self.tile[8:] not in ((), (0,), (1,))):
             raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1[, persistent programs[, "
                              f"stream-K 0 / data-parallel 1]]]]) of positive sizes, got {self.tile}")
-        if self.tile[7:8] not in ((), (0,)) and (self.conv or self.batch or self.tile[5] != 1):
-            raise ValueError("a persistent kernel (stream-K or data-parallel) takes a plain matmul without split K")
+        if self.tile[7:8] not in ((), (0,)) and self.tile[5] == 1 and (self.conv or self.batch):
+            raise ValueError("a persistent kernel (stream-K or data-parallel) takes a plain matmul")
+        if self.tile[7:8] not in ((), (0,)) and self.tile[5] > 1 and (self.depthwise or self.tile[8:] == (1,)):
+            raise ValueError("whole tiles beside split ones (split K with an eighth entry) take no depthwise "
+                             "convolution and no data-parallel flag")
         if self.tile[8:] == (1,) and not self.tile[7]:
             raise ValueError("a data-parallel persistent tile needs its number of programs (the eighth entry)")
         per_16_bytes = 4 if self.a == "f32" else 8
@@ -221,7 +225,9 @@ def _tile_text(tile: tuple) -> str:
     text = "x".join(map(str, tile[:3]))
     text += f", K split {tile[5]} ways" if len(tile) > 5 and tile[5] > 1 else ""
     text += ", TMA loads" if len(tile) > 6 and tile[6] == 1 else ""
-    if len(tile) > 7 and tile[7]:
+    if len(tile) > 7 and tile[7] and len(tile) > 5 and tile[5] > 1:
+        text += f", the first {tile[7]} tiles whole"
+    elif len(tile) > 7 and tile[7]:
         kind = "persistent" if tile[8:] == (1,) else "stream-K"
         text += f", {kind} over {tile[7]} programs"
     return text
