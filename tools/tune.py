@@ -174,7 +174,7 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
     import dataclasses
 
     import braze
-    from braze.errors import CompileError
+    from braze.errors import KernelResourceError
     from braze.kernels import attention, gemm
     from braze.kernels.spec import AttentionSpec, tile_text
     from braze.passes import pipelines
@@ -206,15 +206,13 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
                 try:
                     compiled = braze.compile(model, *args, device="cuda", target=target, cache=False,
                                              pipeline=pipeline)
-                except CompileError as e:
-                    if "bytes of shared memory" not in str(e):
-                        raise
+                except KernelResourceError as e:
                     print(f"skip {name} {sig} tile {tile_text(tile)}: {e}", flush=True)
                     continue
                 compiled.save(directory / path, overwrite=True)
                 entry["candidates"].append({"config": tile_text(tile), "artifact": path})
             manifest["workloads"].append(entry)
-            print(f"{name} {sig}: {len(tiles)} tiles for {spec.describe()}", flush=True)
+            print(f"{name} {sig}: {len(entry['candidates'])} tiles for {spec.describe()}", flush=True)
 
 
 def build(directory: Path, target: str, workloads: list[str], matmul_workloads: list[str] | None = None,

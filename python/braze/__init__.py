@@ -21,6 +21,7 @@ from .errors import (
     ExportError,
     InputError,
     InternalError,
+    KernelResourceError,
     PassPipelineError,
     UnsupportedOpError,
     UsageError,
@@ -30,6 +31,6 @@ from . import dynamo  # noqa: E402  (torch.compile(backend="braze"); imports no 
 
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",
-    "DeviceError", "ExportError", "InputError", "InternalError", "PassPipelineError", "UnsupportedOpError", "UsageError",
+    "DeviceError", "ExportError", "InputError", "InternalError", "KernelResourceError", "PassPipelineError", "UnsupportedOpError", "UsageError",
     "__version__", "available_devices", "check", "compile", "dynamo", "load",
 ]

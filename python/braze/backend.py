@@ -16,7 +16,7 @@ from __future__ import annotations
 from braze.passes.gpu.configs import CONFIG_ATTRS, KernelConfig, MatmulConfig, parse_config
 
 from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text, probe_flags
-from .errors import CompileError, DeviceError
+from .errors import CompileError, DeviceError, KernelResourceError
 from .irutil import all_ops
 from .targets import Target
 
@@ -323,6 +323,8 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
         compiled = compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
         compiled.dispatch_fusion = "aggressive (reductions with their consumers)"
         return compiled
+    except KernelResourceError:
+        raise  # a generated kernel's tile does not fit: IREE's default dispatches would not change that
     except CompileError as e:
         # IREE 3.13's CUDA code generator fails on some aggressively fused dispatches (a small
         # softmax with its consumers: "'vector.transfer_write' op write affecting operations on

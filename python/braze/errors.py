@@ -32,6 +32,11 @@ class CompileError(BrazeError):
     """The fusion pipeline or IREE's compiler failed on the model."""
 
 
+class KernelResourceError(CompileError):
+    """A generated kernel needs more of the GPU than it has (shared memory): the tile does not fit
+    (a forced or tuned tile; the cost model's tiles fit)."""
+
+
 class InternalError(BrazeError):
     """braze itself failed (a bug in braze, not in the model): the message says where, and how
     to reproduce it."""

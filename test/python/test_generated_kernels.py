@@ -710,3 +710,24 @@ def test_cost_model_picks_the_measured_winners():
     assert tile(4096, 4096, 1024, batch=2) == (128, 256, 64, 8, 3)  # persistent kernels take plain matmuls
     assert tile(256, 1024, 4096) == (64, 64, 64, 4, 4, 4)
     assert tile(1024, 768, 3072) == (64, 64, 128, 4, 3)
+
+
+def test_a_tile_too_large_for_shared_memory_is_named(monkeypatch):
+    """A forced tile whose kernel needs more shared memory than sm_90 gives (128x256 stream-K:
+    272 KiB, Triton compiles it without a word) is refused at build, naming the bytes, after one
+    IREE compile (not retried without aggressive fusion, which cannot change the tile)."""
+    import dataclasses
+
+    from braze import backend
+    from braze.passes import pipelines
+
+    model = torch.nn.Linear(256, 512).eval().bfloat16()
+    x = torch.randn(256, 256).bfloat16()
+    sig = braze.compile(model, x, device="cuda", target="sm_90", cache=False).report.kernels[0]["signature"]
+    calls = []
+    real = backend.compile_module
+    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: calls.append(1) or real(*a, **k))
+    bad = dataclasses.replace(pipelines.for_device("cuda", "sm_90"), kernel_tiles=f"{sig}=128x256x64x8x3x1x0x4")
+    with pytest.raises(braze.KernelResourceError, match=r"needs 2\d{5} bytes of shared memory, more than the 232448"):
+        braze.compile(model, x, device="cuda", target="sm_90", cache=False, pipeline=bad.pipeline_text())
+    assert len(calls) == 1

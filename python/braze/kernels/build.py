@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from braze.errors import CompileError
+from braze.errors import CompileError, KernelResourceError
 from braze.fileutil import cache_home, write_atomically
 
 from . import attention, gemm
@@ -133,7 +133,7 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
         raise CompileError(f"Triton failed to compile braze's kernel for {spec.describe()} "
                            f"(a braze bug; the generated source is {path}): {type(e).__name__}: {e}") from None
     if shared > SHARED_MAX[arch]:
-        raise CompileError(f"braze's kernel for {spec.describe()} needs {shared} bytes of shared memory, more than "
+        raise KernelResourceError(f"braze's kernel for {spec.describe()} needs {shared} bytes of shared memory, more than "
                            f"the {SHARED_MAX[arch]} {arch} gives a kernel: a smaller tile or fewer stages fit")
     write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
     meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)), "scratch": scratch,

@@ -319,8 +319,10 @@ def {kernel_name(spec)}(a_ptr, b_ptr, {e_params}{params},
 
 
 def _finish(spec: GemmSpec, indent: int) -> str:
-    """The epilogue on `acc` and the masked store of the tile at rm x rn (mask_mn, c_offs)."""
-    lines = epilogue_lines(spec) + [f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"]
+    """The epilogue on `acc` and the masked store of the tile at rm x rn of a plain matmul."""
+    lines = [f"mask_mn = (rm[:, None] < {spec.m}) & (rn[None, :] < {spec.n})",
+             f"c_offs = rm[:, None] * {spec.n} + rn[None, :]",
+             *epilogue_lines(spec), f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"]
     return textwrap.indent("\n".join(lines), " " * indent)
 
 
@@ -336,6 +338,14 @@ def _tile_of(tile: str, indent: int) -> str:
         rn = pid_n * BN + tl.arange(0, BN)"""), " " * indent)
 
 
+def _step_addresses(spec: GemmSpec) -> tuple[str, str]:
+    """The addresses of A's and B's [BM, BK] and [BK, BN] tiles at K step `kk` of the tile at rm x rn."""
+    k, n = spec.k, spec.n
+    b_offs = (f"rn[None, :] * {k} + (kk * BK + rk)[:, None]" if spec.b_layout == "nk"
+              else f"(kk * BK + rk)[:, None] * {n} + rn[None, :]")
+    return f"a_ptr + rm[:, None] * {k} + (kk * BK + rk)[None, :]", f"b_ptr + {b_offs}"
+
+
 def _step_loads(spec: GemmSpec, indent: int) -> str:
     """a, b of K step `kk` of the tile at rm x rn, addressed from kk alone (no pointer carried
     from one step to the next: a flattened loop restarts K at each tile)."""
@@ -345,12 +355,11 @@ def _step_loads(spec: GemmSpec, indent: int) -> str:
         b = ("b = b_desc.load([pid_n * BN, kk * BK]).T" if spec.b_layout == "nk"
              else "b = b_desc.load([kk * BK, pid_n * BN])")
         return textwrap.indent(f"{a}\n{b}", " " * indent)
-    b_offs = (f"rn[None, :] * {k} + (kk * BK + rk)[:, None]" if spec.b_layout == "nk"
-              else f"(kk * BK + rk)[:, None] * {n} + rn[None, :]")
+    a_at, b_at = _step_addresses(spec)
     return textwrap.indent(textwrap.dedent(f"""\
         k_left = {k} - kk * BK
-        a = tl.load(a_ptr + rm[:, None] * {k} + (kk * BK + rk)[None, :], mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptr + {b_offs}, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)"""), " " * indent)
+        a = tl.load({a_at}, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)
+        b = tl.load({b_at}, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)"""), " " * indent)
 
 
 def _descriptors(spec: GemmSpec) -> str:
@@ -377,8 +386,6 @@ def _persistent_source(spec: GemmSpec) -> str:
         for kk in range(0, STEPS):
 {_step_loads(spec, 12)}
             acc = tl.dot(a, b, acc{precision})
-        mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
-        c_offs = rm[:, None] * {n} + rn[None, :]
 {_finish(spec, 8)}
 '''
 
@@ -397,11 +404,10 @@ def _stream_k_loop(spec: GemmSpec, ks: int) -> str:
     m, n, k = spec.m, spec.n, spec.k
     b_step = "BK" if spec.b_layout == "nk" else f"BK * {n}"
 
+    a_at, b_at = _step_addresses(spec)
+
     def pointers(indent: int) -> str:
-        b_offs = (f"rn[None, :] * {k} + (kk * BK + rk)[:, None]" if spec.b_layout == "nk"
-                  else f"(kk * BK + rk)[:, None] * {n} + rn[None, :]")
-        return textwrap.indent(f"a_ptrs = a_ptr + rm[:, None] * {k} + (kk * BK + rk)[None, :]\n"
-                               f"b_ptrs = b_ptr + {b_offs}", " " * indent)
+        return textwrap.indent(f"a_ptrs = {a_at}\nb_ptrs = {b_at}", " " * indent)
 
     return (f"    tile = start // {ks}\n    kk = start % {ks}\n" + _tile_of("tile", 4) + "\n" + pointers(4) + "\n"
             f"    for it in tl.range(start, end):\n        tile = it // {ks}\n        kk = it % {ks}\n"
@@ -449,8 +455,6 @@ def _stream_k_source(spec: GemmSpec) -> str:
         if (kk == {ks - 1}) | (it == end - 1):
             k_first = tl.maximum(tile * {ks}, start) - tile * {ks}
             if (k_first == 0) & (kk == {ks - 1}):
-                mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
-                c_offs = rm[:, None] * {n} + rn[None, :]
 {_finish(spec, 16)}
             else:
                 tl.store(ws_ptr + (prog * 2 + tl.where(k_first == 0, 1, 0)) * (BM * BN) + ws_tile, acc)
@@ -475,8 +479,6 @@ def _stream_k_source(spec: GemmSpec) -> str:
                     acc += tl.load(ws_ptr + (p * 2) * (BM * BN) + ws_tile, mask=(ws_tile >= 0) & (p0 + j <= p1),
                                    other=0.0, cache_modifier=".cg")
 {_tile_of("tile", 16)}
-                mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
-                c_offs = rm[:, None] * {n} + rn[None, :]
 {_finish(spec, 16)}
 '''
 
