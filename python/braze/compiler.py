@@ -79,8 +79,11 @@ class CompiledModule:
         if self._program is None:
             from .runtime import Program
 
+            sizes = None
+            if self.plan is not None and self.plan.symbolic:
+                sizes = lambda shapes: [o.shape for o in self.plan.concrete(shapes).outputs]  # noqa: E731
             self._program = Program(self.vmfb, self.target, self.signature.program_inputs, self.signature.outputs,
-                                    self._source, output_storage=self.abi["output_storage"],
+                                    self._source, output_storage=self.abi["output_storage"], output_shapes=sizes,
                                     transient_storage=self.abi["transient_storage"],
                                     copy_inputs=frozenset(self.abi["copy_inputs"]),
                                     copy_outputs=frozenset(self.abi["copy_outputs"]))
@@ -90,10 +93,11 @@ class CompiledModule:
     def launcher(self):
         """braze's CUDA launcher for this module (created on first use; needs torch and the GPU)."""
         if self._launcher is None:
-            from .cuda.launch import Launcher
+            from .cuda.launch import DynamicLauncher, Launcher
 
-            self._launcher = Launcher(self.plan, self.signature.program_inputs, self.signature.outputs,
-                                      copy_inputs=frozenset(self.abi["copy_inputs"]))
+            kind = DynamicLauncher if self.plan.symbolic else Launcher
+            self._launcher = kind(self.plan, self.signature.program_inputs, self.signature.outputs,
+                                  copy_inputs=frozenset(self.abi["copy_inputs"]))
         return self._launcher
 
     def runtime_for(self, *args, **kwargs) -> str:
@@ -490,16 +494,19 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
 
 def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, device, target, fusion, pipeline,
                            iree_flags, attention, decision_limit, cache, precision,
-                           transient_storage: bool = True) -> "CompiledModule":
-    """The dynamic build of braze.compile(dynamic_shapes=...): results in IREE's own buffers
-    (their sizes are known at run time only), intermediates in the module's transient buffer
-    sized per call by IREE's query (grown when a call needs more), on iree.runtime."""
+                           transient_storage: bool = True, output_storage: bool | None = None,
+                           runtime: str | None = None) -> "CompiledModule":
+    """The dynamic build of braze.compile(dynamic_shapes=...). On CUDA it runs on braze's
+    launcher where IREE's program can be planned (sizes, grids and offsets evaluated from each
+    call's input shapes; results in torch tensors of the sizes the plan computes), else on
+    iree.runtime with the results in IREE's own buffers; elsewhere on iree.runtime, its
+    intermediates in the module's transient buffer sized per call by IREE's query."""
     from .progress import Progress
 
     with Progress(type(model).__name__ + " (dynamic)") as progress:
         return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                               False, transient_storage, iree_flags, attention, decision_limit, "iree", cache,
-                               precision, dynamic_shapes)
+                               output_storage, transient_storage, iree_flags, attention, decision_limit, runtime,
+                               cache, precision, dynamic_shapes)
 
 
 def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
@@ -562,8 +569,11 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     plan_sizes = None
     if tgt.device == "cuda" and runtime != "iree":
         if output_storage:
-            plan_sizes = ([_nbytes(s) for s in lowered.signature.program_inputs],
-                          [_nbytes(s) for s in lowered.signature.outputs])
+            # A dynamic build's sizes: an input's (shape, bytes an element), an output's None
+            # (both become the plan's per-call arithmetic, braze.cuda.build).
+            plan_sizes = ([(list(s.shape), _nbytes(s.concrete([1] * len(s.shape)))) if s.dynamic else _nbytes(s)
+                           for s in lowered.signature.program_inputs],
+                          [None if s.dynamic else _nbytes(s) for s in lowered.signature.outputs])
         else:
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
@@ -578,8 +588,18 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         else:
             plan = compiled.at_hal
             report.launch_plan = (f"{sum(s.op == 'dispatch' for s in plan.steps)} kernels, "
-                                  f"{sum(s.op != 'dispatch' for s in plan.steps)} fills/copies, "
-                                  f"{plan.transient_bytes} transient bytes")
+                                  f"{sum(s.op != 'dispatch' for s in plan.steps)} fills/copies, " +
+                                  (f"sizes from the inputs' shapes ({len(plan.exprs)} expressions)" if plan.symbolic
+                                   else f"{plan.transient_bytes} transient bytes"))
+    if plan is None and output_storage and any(s.dynamic for s in lowered.signature.outputs):
+        # iree.runtime cannot size a dynamic result's storage before the call without the plan's
+        # arithmetic: compile again with the results in IREE's own buffers.
+        output_storage = False
+        compiled = backend.compile_for_target(lowered.bytecode(), tgt,
+                                              list(lowered.iree_flags) + _flag_list(iree_flags),
+                                              output_storage=False, transient_storage=transient_storage,
+                                              what=f"{type(model).__name__} for {tgt.describe()}",
+                                              float64=lowered.float64)
     if runtime == "launch" and plan is None:
         raise CompileError(f"runtime='launch': {type(model).__name__} has no CUDA launch plan "
                            f"({report.launch_plan or 'not compiled for CUDA'}); compile with runtime='iree'")

@@ -9,9 +9,12 @@ The policy (`specialize=`):
 - the dynamic build: torch.export with the user's `dynamic_shapes`, imported with those sizes
   as IREE dynamic dimensions. braze's passes leave an op whose sizes are dynamic to IREE (its
   groups, tiles and generated kernels need static shapes); IREE compiles every dispatch for
-  any size. It runs on iree.runtime, its results in IREE's own buffers and its intermediates
-  in one buffer the module keeps (IREE's query gives each call's size; the buffer grows to
-  the largest seen).
+  any size. On CUDA it runs on braze's launcher: the launch plan keeps IREE's size arithmetic
+  (grids, offsets, push constants, the results' shapes and the transient buffer's size as
+  functions of the inputs' dimensions), evaluated once per input shape, and the results land
+  in torch tensors. Elsewhere (or where IREE's program cannot be planned) it runs on
+  iree.runtime, its results in IREE's own buffers and its intermediates in one buffer the
+  module keeps (IREE's query gives each call's size; the buffer grows to the largest seen).
   Every call whose sizes are in range and not specialized runs it.
 - the static build ('example', the default): the example inputs' shapes compiled as braze.compile
   always does (every pass, generated kernels, the CUDA launch plan). A call with exactly those
@@ -108,8 +111,7 @@ def compile_dynamic(compile_static, compile_dynamic_build, model, example_inputs
     if specialize not in POLICIES:
         raise InputError(f"specialize={specialize!r}: use 'example' (a static build for the example inputs' "
                          "shapes beside the dynamic build) or 'none' (the dynamic build alone)")
-    dynamic = compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, **options,
-                                    transient_storage=static_only["transient_storage"])
+    dynamic = compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, **options, **static_only)
     if not dynamic.signature.dims and not any(s.dynamic for s in dynamic.signature.inputs):
         raise InputError(f"dynamic_shapes={describe_dynamic_shapes(dynamic_shapes)} made no size of "
                          f"{type(model).__name__}'s inputs dynamic (torch.export specialized them all: "

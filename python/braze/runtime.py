@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArtifactError, DeviceError, InputError
+from .errors import ArtifactError, DeviceError, InputError, InternalError
 from .signature import DYNAMIC, TensorSpec
 from .targets import Target, check_runnable
 
@@ -86,7 +86,7 @@ class Program:
 
     def __init__(self, vmfb: bytes, target: Target, inputs: list[TensorSpec], outputs: list[TensorSpec],
                  source: str = "the compiled module", output_storage: bool = False, transient_storage: bool = False,
-                 copy_inputs: frozenset = frozenset(), copy_outputs: frozenset = frozenset()):
+                 copy_inputs: frozenset = frozenset(), copy_outputs: frozenset = frozenset(), output_shapes=None):
         check_runnable(target)
         self.target = target
         self.inputs = list(inputs)
@@ -98,6 +98,9 @@ class Program:
         """Outputs that may be an input or a constant of the program itself: returned as copies."""
         self.output_storage = output_storage
         """True when main takes one output buffer per result after its inputs (braze's ABI)."""
+        self.output_shapes = output_shapes
+        """A dynamic build's result shapes from its input shapes (the launch plan's arithmetic):
+        output storage of a result whose size only the call decides."""
         self.transient_storage = transient_storage
         """True when main then takes one buffer for its intermediates (`iree.abi.transients`)."""
         instance = _instance()
@@ -276,7 +279,7 @@ class Program:
         outputs = self.outputs
         refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
-            refs += storage or [self._allocate(spec) for spec in outputs]
+            refs += storage or [self._allocate(spec) for spec in self._concrete_outputs(values)]
         transients = None
         if self.transient_storage:
             transients = self._take_transients(self._query_transients(refs) if self._transients_size is not None
@@ -347,7 +350,7 @@ class Program:
             # A result that is a copy of an input or constant (or of an input updated in place) is
             # written by a whole-buffer copy, which needs discard-write access that buffers
             # imported by DLPack lack: such results go to buffers IREE allocates.
-            for i, spec in enumerate(self.outputs):
+            for i, spec in enumerate(self._concrete_outputs(values)):
                 imported = device is not None and not self.copy_inputs and i not in self.copy_outputs
                 tensor, buffer = self._torch_storage(spec, device) if imported else (None, None)
                 tensors[i] = tensor
@@ -379,6 +382,16 @@ class Program:
                     tensor = tensor.to(device)
             outputs.append(tensor)
         return outputs
+
+    def _concrete_outputs(self, values: list) -> list[TensorSpec]:
+        """The result specs of a call with these inputs: sizes the call decides come from
+        `output_shapes` (output storage needs them before the call)."""
+        if not any(s.dynamic for s in self.outputs):
+            return self.outputs
+        if self.output_shapes is None:
+            raise InternalError("braze bug: a dynamic result's output storage has no sizes to allocate it with")
+        shapes = self.output_shapes([list(getattr(v, "shape", np.shape(v))) for v in values])
+        return [spec.concrete(shape) if shape is not None else spec for spec, shape in zip(self.outputs, shapes)]
 
     def _torch_storage(self, spec: TensorSpec, device: str):
         """A torch tensor for a result and the HalBuffer aliasing it (None, None if not importable)."""

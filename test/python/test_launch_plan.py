@@ -144,3 +144,61 @@ def test_constant_literals_to_bytes(text, expected):
 
     with iree_ir.Context():
         assert _Interpreter._element_bytes(SimpleNamespace(resources={}), text) == expected
+
+
+# -- dynamic builds: the plan's sizes as arithmetic on the inputs' dimensions ----------------
+
+@pytest.mark.parametrize("op,args,expected", [
+    ("divs", [-7, 2], -3), ("divs", [7, -2], -3), ("divs", [7, 2], 3), ("ceildivs", [7, 2], 4),
+    ("ceildivs", [-7, 2], -3), ("ceildivs", [8, 2], 4), ("ceildivu", [1, 128], 1), ("rems", [-7, 2], -1),
+    ("cmp", [2, -1, 1], 1), ("cmp", [6, -1, 1], 0),  # slt; ult: -1 is the largest unsigned value
+    ("trunc", [(1 << 32) + 5, 32], 5), ("shru", [(3 << 32) + 1, 32], 3), ("select", [0, 4, 9], 9),
+    ("min", [2147483647, 24 * 3], 72),
+])
+def test_plan_arithmetic_follows_arith_semantics(op, args, expected):
+    from braze.cuda.plan import apply
+
+    assert apply(op, args) == expected
+
+
+class _Tanh(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(48, 80)
+
+    def forward(self, x, y):
+        return torch.tanh(self.lin(x)) + y.sum(), torch.cat([x, x], 0)
+
+
+def test_a_dynamic_build_has_a_plan_whose_sizes_follow_each_call():
+    """The dynamic CUDA build's plan keeps IREE's size arithmetic: evaluated at any batch, its
+    results have eager's shapes and byte counts, every binding lies inside its buffer, and the
+    plan survives its JSON form (so a saved dynamic build runs on the launcher too)."""
+    torch.manual_seed(0)
+    model = _Tanh().eval()
+    x, y = torch.randn(5, 48), torch.randn(3)
+    batch = torch.export.Dim("batch", min=1, max=512)
+    module = braze.compile(model, x, y, device="cuda", target="sm_90", cache=False,
+                           dynamic_shapes=({0: batch}, None), specialize="none").dynamic
+    plan = module.plan
+    assert plan is not None and plan.symbolic, module.report.launch_plan
+    assert module.abi["output_storage"] and "expressions" in module.report.launch_plan
+    again = LaunchPlan.from_json(json.loads(json.dumps(plan.to_json())), plan.blobs())
+    for b in (1, 7, 64, 512):
+        concrete = plan.concrete([[b, 48], [3]])
+        assert not concrete.symbolic and again.concrete([[b, 48], [3]]).to_json() == concrete.to_json()
+        want = model(torch.randn(b, 48), y)
+        assert [o.shape for o in concrete.outputs] == [list(w.shape) for w in want]
+        assert [o.nbytes for o in concrete.outputs] == [w.numel() * 4 for w in want]
+        sizes = {"input": [b * 48 * 4, 12], "output": [o.nbytes for o in concrete.outputs],
+                 "transient": [concrete.transient_bytes], "constant": [len(c) for c in concrete.constants]}
+        dispatches = [s for s in concrete.steps if s.op == "dispatch"]
+        assert dispatches and all(min(s.grid) >= 1 for s in dispatches)
+        assert all(0 <= c < 1 << 32 for s in dispatches for c in s.constants)
+        for s in concrete.steps:
+            ranges = [(r, o, n) for r, o, n in s.bindings] if s.op == "dispatch" else \
+                [(s.target, s.target_offset, s.length)] + ([(s.source, s.source_offset, s.length)] if s.source else [])
+            for ref, offset, length in ranges:
+                assert 0 <= offset and offset + length <= sizes[ref.kind][ref.index], (s, ref)
+    grids = [[s.grid for s in plan.concrete([[b, 48], [3]]).steps if s.op == "dispatch"] for b in (64, 512)]
+    assert grids[0] != grids[1]  # the grids follow the batch

@@ -7,6 +7,12 @@ executables (CUDA flatbuffers holding PTX) and the constant buffers; then the sa
 goes on to VM bytecode. This module interprets that HAL program symbolically, op by op, into a
 LaunchPlan: nothing is re-derived, every number comes from IREE's output.
 
+A dynamic build's program computes sizes, offsets, grids and push constants from its inputs'
+dimensions (`hal.buffer_view.dim`) in straight-line index arithmetic: those values become
+nodes of the plan's `exprs` (numbers that are known fold as they are), and the launcher
+evaluates them per input shape. The transient buffer's size comes from the function IREE
+names for it (`iree.abi.transients.size`), interpreted the same way.
+
 What it does not recognize (control flow that depends on run-time values, calls, dynamic
 allocations, queue operations other than one execute, any other op) makes the plan
 unavailable, with the op named: the module then runs through iree.runtime.
@@ -22,7 +28,7 @@ import numpy as np
 from braze._iree_compiler import iree_ir
 from braze.irutil import all_ops
 
-from .plan import Executable, LaunchPlan, Output, Ref, Step, read_cuda_executable
+from .plan import Executable, LaunchPlan, Output, Ref, Step, Sym, apply, read_cuda_executable
 
 
 class Unsupported(Exception):
@@ -49,8 +55,9 @@ class _Commands:
 @dataclass
 class _View:
     buffer: _Buffer
-    offset: int
-    length: int
+    offset: object
+    length: object
+    shape: list = field(default_factory=list)
 
 
 _IGNORED = {
@@ -69,9 +76,19 @@ def _int_attr(attr) -> int:
     return int(iree_ir.IntegerAttr(attr).value)
 
 
+_ARITH = {
+    "arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "divs", "arith.divui": "divu",
+    "arith.ceildivsi": "ceildivs", "arith.ceildivui": "ceildivu", "arith.remsi": "rems", "arith.remui": "remu",
+    "arith.minsi": "min", "arith.maxsi": "max", "arith.minui": "minu", "arith.maxui": "maxu", "arith.shli": "shl",
+    "arith.shrui": "shru", "arith.shrsi": "shrs", "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor",
+}
+"""IREE's host-side index arithmetic, by the plan's node names (braze.cuda.plan.apply)."""
+_CASTS = {"arith.index_cast", "arith.index_castui", "arith.extui", "arith.extsi"}
+
+
 class _Interpreter:
-    def __init__(self, module_op, resources: dict[str, bytes], input_bytes: list[int], output_bytes: list[int],
-                 transient_bytes: int):
+    def __init__(self, module_op, resources: dict[str, bytes], input_bytes: list, output_bytes: list,
+                 transient_bytes):
         self.module = module_op
         self.resources = resources
         self.input_bytes, self.output_bytes, self.transient_bytes = input_bytes, output_bytes, transient_bytes
@@ -82,6 +99,21 @@ class _Interpreter:
         self.steps: list[Step] = []
         self.init_steps: list[Step] = []
         self.binaries = self._binaries()
+        self.exprs: list = []
+        """The plan's symbolic nodes (a dynamic build's size arithmetic)."""
+
+    def num(self, op: str, *args):
+        """op on plan numbers: folded where all are known, else a new node."""
+        if all(isinstance(a, (int, bool, np.integer)) for a in args):
+            return apply(op, [int(a) for a in args])
+        self.exprs.append([op, *args])
+        return Sym(len(self.exprs) - 1)
+
+    def dim_node(self, index: int, axis: int) -> Sym:
+        node = ["dim", index, axis]
+        if node not in self.exprs:
+            self.exprs.append(node)
+        return Sym(self.exprs.index(node))
 
     # -- executables and constants ------------------------------------------------------
 
@@ -184,7 +216,11 @@ class _Interpreter:
             if i < n_in:
                 env[a] = ("view", i)
             elif i < n_in + n_out:
-                env[a] = _Buffer(Ref("output", i - n_in), self.output_bytes[i - n_in])
+                size = self.output_bytes[i - n_in]
+                if size is None:  # a dynamic result: as many bytes as the call's result has
+                    self.exprs.append(["outlen", i - n_in])
+                    size = Sym(len(self.exprs) - 1)
+                env[a] = _Buffer(Ref("output", i - n_in), size)
             else:
                 env[a] = _Buffer(Ref("transient", 0), self.transient_bytes)
         self.steps = []
@@ -193,7 +229,8 @@ class _Interpreter:
         for r in results:
             if not isinstance(r, _View):
                 raise Unsupported("a result is not a buffer view")
-            outputs.append(Output(r.buffer.ref, r.buffer.offset + r.offset, r.length))
+            shape = r.shape if any(isinstance(d, Sym) for d in r.shape) else None
+            outputs.append(Output(r.buffer.ref, self.num("add", r.buffer.offset, r.offset), r.length, shape))
         return self.steps, outputs
 
     def _run_region(self, region, env: dict, initializer: bool):
@@ -249,24 +286,38 @@ class _Interpreter:
             attr = op.attributes["value"]
             put(_int_attr(attr) if isinstance(attr, iree_ir.IntegerAttr) else attr)
             return
-        if name in ("arith.select",):
-            put(operands[1] if operands[0] else operands[2])
+        if name == "arith.select":
+            c, a, b = operands
+            if isinstance(c, (bool, int, np.bool_)):
+                put(a if c else b)
+            elif all(isinstance(v, (int, Sym)) for v in operands):
+                put(self.num("select", c, a, b))
+            else:
+                raise Unsupported("a select between values that are not numbers, on a run-time condition")
             return
         if name == "arith.cmpi":
-            predicate = _int_attr(op.attributes["predicate"])
             a, b = operands
-            put({0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b}.get(predicate, None)
-                if isinstance(a, int) and isinstance(b, int) else None)
+            if not all(isinstance(v, (int, bool, Sym)) for v in (a, b)):
+                raise Unsupported("a comparison of values that are not numbers")
+            put(self.num("cmp", _int_attr(op.attributes["predicate"]), a, b))
             return
-        if name in ("arith.addi", "arith.muli", "arith.subi", "arith.index_cast", "arith.extui", "arith.trunci"):
-            if name == "arith.addi":
-                put(operands[0] + operands[1])
-            elif name == "arith.muli":
-                put(operands[0] * operands[1])
-            elif name == "arith.subi":
-                put(operands[0] - operands[1])
-            else:
-                put(operands[0])
+        if name in _ARITH:
+            if not all(isinstance(v, (int, bool, Sym)) for v in operands):
+                raise Unsupported(f"{name} of values that are not numbers")
+            put(self.num(_ARITH[name], *operands))
+            return
+        if name in _CASTS:
+            put(operands[0])
+            return
+        if name == "arith.trunci":
+            width = iree_ir.IntegerType(op.results[0].type).width
+            put(self.num("trunc", operands[0], width) if isinstance(operands[0], Sym) else operands[0])
+            return
+        if name == "hal.buffer_view.dim":
+            view = operands[0]
+            if not (isinstance(view, tuple) and view[0] == "view"):
+                raise Unsupported("a dimension of a view that is not an input")
+            put(self.dim_node(view[1], _int_attr(op.attributes["index"])))
             return
         if name == "util.global.load":
             symbol = iree_ir.FlatSymbolRefAttr(op.attributes["global"]).value
@@ -309,7 +360,7 @@ class _Interpreter:
         if name == "hal.allocator.import":
             # operands: allocator, affinity, memory types, usage, source, offset, length
             source, offset, length = operands[4], operands[5], operands[6]
-            if not isinstance(source, _Bytes):
+            if not isinstance(source, _Bytes) or isinstance(offset, Sym) or isinstance(length, Sym):
                 raise Unsupported("an import of something that is not a constant")
             self.constants.append(source.data[offset:offset + length])
             put(True, _Buffer(Ref("constant", len(self.constants) - 1), length))
@@ -346,14 +397,20 @@ class _Interpreter:
             view = operands[0]
             if not (isinstance(view, tuple) and view[0] == "view"):
                 raise Unsupported("a buffer of a view that is not an input")
-            put(_Buffer(Ref("input", view[1]), self.input_bytes[view[1]]))
+            size = self.input_bytes[view[1]]
+            if isinstance(size, tuple):  # a dynamic input: (shape with -1 where dynamic, bytes an element)
+                shape, itemsize = size
+                size = itemsize
+                for axis, d in enumerate(shape):
+                    size = self.num("mul", size, self.dim_node(view[1], axis) if d < 0 else d)
+            put(_Buffer(Ref("input", view[1]), size))
             return
         if name == "hal.buffer.length":
             put(operands[0].size)
             return
         if name == "hal.buffer.subspan":
             buffer, offset, length = operands
-            put(_Buffer(buffer.ref, length, buffer.offset + offset))
+            put(_Buffer(buffer.ref, length, self.num("add", buffer.offset, offset)))
             return
         if name == "hal.command_buffer.create":
             put(_Commands())
@@ -377,9 +434,10 @@ class _Interpreter:
             cmd, _, function, wx, wy, wz, constants, buffers, offsets, lengths = parts
             executable, kernel = function[0]
             grid = (wx[0], wy[0], wz[0])
-            if any(not isinstance(g, int) for g in grid) or any(not isinstance(c, int) for c in constants):
-                raise Unsupported("a dispatch whose grid or constants are known only at run time")
-            cmd[0].steps.append(("dispatch", executable, kernel, grid, [c & 0xFFFFFFFF for c in constants],
+            if any(not isinstance(g, (int, Sym)) for g in grid) or any(not isinstance(c, (int, Sym)) for c in constants):
+                raise Unsupported("a dispatch whose grid or constants are not numbers")
+            cmd[0].steps.append(("dispatch", executable, kernel, grid,
+                                 [c & 0xFFFFFFFF if isinstance(c, int) else c for c in constants],
                                  list(zip(buffers, offsets, lengths))))
             return
         if name in ("hal.device.queue.execute", "hal.device.queue.execute.indirect"):
@@ -402,8 +460,9 @@ class _Interpreter:
             put(*self._run_region(funcs[0].regions[0], inner, initializer))
             return
         if name == "hal.buffer_view.create":
+            # operands: buffer, offset, length, element type, encoding, then the shape
             buffer, offset, length = operands[0], operands[1], operands[2]
-            put(_View(buffer, offset, length))
+            put(_View(buffer, offset, length, list(operands[5:])))
             return
         if name == "hal.device.queue.read":
             raise Unsupported("a constant read from a file (its import failed)")
@@ -419,10 +478,10 @@ class _Interpreter:
                 if value >= len(slots):
                     raise Unsupported("a binding slot the execute does not fill")
                 b, slot_offset, _ = slots[value]
-                return b.ref, b.offset + slot_offset + offset
+                return b.ref, self.num("add", self.num("add", b.offset, slot_offset), offset)
             if not isinstance(value, _Buffer):
                 raise Unsupported("a command on something that is not a buffer")
-            return value.ref, value.offset + offset
+            return value.ref, self.num("add", value.offset, offset)
 
         steps = []
         for s in cmd.steps:
@@ -484,8 +543,9 @@ def _resources(module_text: str) -> dict[str, bytes]:
             for m in re.finditer(r'^\s*([\w.$-]+): "0x([0-9A-Fa-f]*)"', module_text[at:], re.MULTILINE)}
 
 
-def transient_size(module_op, function: str = "main") -> int:
-    """The constant transient-storage size IREE states in `function`'s reflection (0: none)."""
+def transient_size(module_op, function: str = "main") -> int | str:
+    """The constant transient-storage size IREE states in `function`'s reflection (0: none), or
+    the name of the function that computes it from the inputs (a dynamic build)."""
     for f in all_ops(module_op, "util.func"):
         if iree_ir.StringAttr(f.attributes["sym_name"]).value != function or "iree.reflection" not in f.attributes:
             continue
@@ -493,26 +553,37 @@ def transient_size(module_op, function: str = "main") -> int:
         if "iree.abi.transients.size.constant" in reflection:
             return _int_attr(reflection["iree.abi.transients.size.constant"])
         if "iree.abi.transients.size" in reflection:
-            raise Unsupported("transient storage of a size known only at run time")
+            return iree_ir.FlatSymbolRefAttr(reflection["iree.abi.transients.size"]).value
     return 0
 
 
-def plan_or_reason(module_op, input_bytes: list[int], output_bytes: list[int]) -> LaunchPlan | str:
-    """The launch plan of a HAL-phase module, or why it has none."""
+def plan_or_reason(module_op, input_bytes: list, output_bytes: list) -> LaunchPlan | str:
+    """The launch plan of a HAL-phase module, or why it has none. A dynamic input's entry is
+    (shape with -1 where dynamic, bytes an element); a dynamic output's is None."""
     try:
         return plan_from_hal(module_op, input_bytes, output_bytes, transient_size(module_op))
     except Unsupported as e:
         return str(e)
 
 
-def plan_from_hal(module_op, input_bytes: list[int], output_bytes: list[int], transient_bytes: int) -> LaunchPlan:
+def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_bytes: int | str) -> LaunchPlan:
     """The launch plan of a HAL-phase module (Unsupported when it cannot have one)."""
     text = module_op.get_asm()  # for the dialect resources: weights are blobs there
-    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, transient_bytes)
+    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, 0)
     interp.run_initializers()
+    if isinstance(transient_bytes, str):  # IREE's query function: its value, per input shape
+        sizer = [f for f in all_ops(module_op, "util.func")
+                 if iree_ir.StringAttr(f.attributes["sym_name"]).value == transient_bytes]
+        if not sizer or not len(sizer[0].regions[0].blocks):
+            raise Unsupported(f"the transient size function @{transient_bytes} is not in the program")
+        env = {a: ("view", i) for i, a in enumerate(list(sizer[0].regions[0].blocks[0].arguments)[:len(input_bytes)])}
+        (transient_bytes,) = interp._run_region(sizer[0].regions[0], env, initializer=False)
+        if not isinstance(transient_bytes, (int, Sym)):
+            raise Unsupported(f"@{transient_bytes} does not return a size")
+    interp.transient_bytes = transient_bytes
     steps, outputs = interp.run_main()
     plan = LaunchPlan(interp.executables, [bytes(c) for c in interp.constants], steps, outputs, transient_bytes,
-                      len(input_bytes), init_steps=interp.init_steps)
+                      len(input_bytes), init_steps=interp.init_steps, exprs=interp.exprs)
     try:
         plan.validate()
     except ValueError as e:

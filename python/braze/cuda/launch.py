@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from braze.errors import DeviceError, InputError
+from braze.errors import DeviceError, InputError, InternalError
 
 from .driver import Driver, check
 from .graph import PlanGraph
@@ -57,7 +57,9 @@ class _Dispatch:
 
 class Launcher:
     def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
-                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None):
+                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None, loaded=None):
+        """loaded: another Launcher's `loaded` for the same program (its kernels and weights on
+        the GPU, load-time steps run): a dynamic build's launcher for one more shape."""
         import torch
 
         if not torch.cuda.is_available():
@@ -65,19 +67,26 @@ class Launcher:
         self.torch = torch
         self.device = torch.device("cuda", device_index)
         self.index = device_index
-        with torch.cuda.device(device_index):
-            torch.cuda.init()
-            torch.empty(1, device=self.device)  # makes torch's primary context current here
-            self.driver = Driver()
+        if plan.symbolic:
+            raise ValueError("a Launcher runs a plan of plain numbers: DynamicLauncher evaluates a dynamic one")
+        if loaded is None:
+            with torch.cuda.device(device_index):
+                torch.cuda.init()
+                torch.empty(1, device=self.device)  # makes torch's primary context current here
+                driver = Driver()
+            modules = [[driver.load_module(ptx) for ptx in e.ptx] for e in plan.executables]
+            functions = [[driver.function(modules[i][k.module], k.name, k.shared_memory) for k in e.kernels]
+                         for i, e in enumerate(plan.executables)]
+            constants = [torch.frombuffer(bytearray(c), dtype=torch.uint8).to(self.device) if c else
+                         torch.empty(1, dtype=torch.uint8, device=self.device) for c in plan.constants]
+        else:
+            driver, functions, constants = loaded
+        self.driver, self.functions, self.constants = driver, functions, constants
+        self.loaded = (driver, functions, constants)
         self.plan = plan
         self.input_specs, self.output_specs = input_specs, output_specs
         self.copy_inputs = copy_inputs
         self._dtypes = [getattr(torch, s.dtype) for s in output_specs]
-        modules = [[self.driver.load_module(ptx) for ptx in e.ptx] for e in plan.executables]
-        self.functions = [[self.driver.function(modules[i][k.module], k.name, k.shared_memory) for k in e.kernels]
-                          for i, e in enumerate(plan.executables)]
-        self.constants = [torch.frombuffer(bytearray(c), dtype=torch.uint8).to(self.device) if c else
-                          torch.empty(1, dtype=torch.uint8, device=self.device) for c in plan.constants]
         # The flat table of base pointers: inputs, outputs, transient, constants.
         self._first_output = len(input_specs)
         self._transient_slot = self._first_output + len(output_specs)
@@ -97,7 +106,7 @@ class Launcher:
         because a buffer moved (bench/launch_check.py prints them beside its timings)."""
         # Buffer slots whose address changes between calls: the graph rewrites their users.
         self._dynamic = set(range(self._first_constant))
-        if plan.init_steps:  # constants IREE computes when the module loads
+        if plan.init_steps and loaded is None:  # constants IREE computes when the module loads
             with torch.cuda.device(device_index):
                 stream = torch.cuda.current_stream(device_index)
                 self._run([self._prepare(s) for s in plan.init_steps], list(self._bases), stream.cuda_stream)
@@ -241,3 +250,56 @@ class Launcher:
             else:
                 source = bases[source_slot] + item.source_offset
                 check(lib.cuMemcpyDtoDAsync_v2(target, source, item.length, stream), "cuMemcpyDtoDAsync")
+
+
+class DynamicLauncher:
+    """A dynamic build's plan on the launcher: per input shape, the plan's numbers evaluated
+    (LaunchPlan.concrete) into a Launcher of their own (its prepared launches and its CUDA
+    graph), all sharing one load of the kernels and weights. The last MAX_SHAPES shapes are
+    kept (a shape's evaluation and graph cost ~0.1-1 ms on its first call)."""
+
+    MAX_SHAPES = 64
+
+    def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
+                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None):
+        self.plan = plan
+        self.input_specs, self.output_specs = input_specs, output_specs
+        self.index, self.copy_inputs, self.graphs = device_index, copy_inputs, graphs
+        self._loaded = None
+        self._by_shape: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def shapes(self) -> list:
+        """The input shapes with a launcher, oldest first."""
+        return list(self._by_shape)
+
+    def __call__(self, inputs: list, names: list[str]) -> list:
+        if len(inputs) != len(self.input_specs):
+            raise InputError(f"expected {len(self.input_specs)} tensor inputs, got {len(inputs)}")
+        shapes = []
+        for t, spec, name in zip(inputs, self.input_specs, names):
+            shape = tuple(getattr(t, "shape", ()))
+            if not spec.matches(shape):
+                raise InputError(f"{name}: {getattr(t, 'dtype', type(t).__name__)}[{', '.join(map(str, shape))}] "
+                                 f"does not match the compiled {spec.describe()}")
+            shapes.append(shape)
+        key = tuple(shapes)
+        with self._lock:
+            launcher = self._by_shape.pop(key, None)
+            if launcher is None:
+                launcher = self._launcher_for([list(s) for s in shapes])
+                if len(self._by_shape) >= self.MAX_SHAPES:
+                    self._by_shape.pop(next(iter(self._by_shape)))
+            self._by_shape[key] = launcher  # most recent last
+        return launcher(inputs, names)
+
+    def _launcher_for(self, shapes: list) -> Launcher:
+        plan = self.plan.concrete(shapes)
+        ins = [spec.concrete(shape) for spec, shape in zip(self.input_specs, shapes)]
+        outs = [spec.concrete(o.shape) if spec.dynamic else spec for spec, o in zip(self.output_specs, plan.outputs)]
+        if any(spec.dynamic for spec in outs):
+            raise InternalError("braze bug: the launch plan gives no shape for a dynamic result")
+        launcher = Launcher(plan, ins, outs, self.index, self.copy_inputs, self.graphs, loaded=self._loaded)
+        self._loaded = launcher.loaded
+        return launcher

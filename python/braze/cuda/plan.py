@@ -11,7 +11,11 @@ before IREE turns it into VM bytecode) and saved beside the .vmfb in the artifac
                   constants, bindings as buffer + offset + length)
     buffers       what a buffer reference means: an input, an output, the transient buffer
                   (of `transient_bytes`) or a constant
-    outputs       which buffer and offset each result is
+    outputs       which buffer and offset each result is (and, in a dynamic build, its shape)
+    exprs         a dynamic build's sizes: the index arithmetic IREE's program does on the inputs'
+                  dimensions, as a list of nodes; a number of the plan that depends on them is
+                  Sym(i), node i's value. `concrete(shapes)` evaluates them for one call's input
+                  shapes into a plan of plain numbers (braze.cuda.launch runs one per shape).
 
 Needs only the standard library: it is read on the GPU host, where there is no compiler.
 """
@@ -21,11 +25,111 @@ from __future__ import annotations
 import struct
 from dataclasses import asdict, dataclass, field, replace
 
-PLAN_VERSION = 2
-READS_VERSIONS = (1, 2)
+PLAN_VERSION = 3
+READS_VERSIONS = (1, 2, 3)
 """Version 2 may refer to a constant or a module's PTX by its offset in the artifact's vmfb
 instead of a file of its own (IREE keeps both there already: copies doubled ResNet-18's
-artifact, 45 -> 90 MiB)."""
+artifact, 45 -> 90 MiB). Version 3 adds symbolic sizes (`exprs`, Sym) and output shapes."""
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A number known per call: the value of node `sym` of the plan's `exprs`."""
+
+    sym: int
+
+
+_MASK64 = (1 << 64) - 1
+_CMP = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
+        4: lambda a, b: a > b, 5: lambda a, b: a >= b}
+"""arith.cmpi predicates (eq, ne, slt, sle, sgt, sge; 6-9, the unsigned ones, compare the
+values as unsigned 64-bit)."""
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def apply(op: str, args: list[int]) -> int:
+    """The value of one node: IREE's host-side index arithmetic (arith dialect semantics on
+    64-bit integers), for the interpreter's folding and for `evaluate` alike."""
+    if op == "add":
+        return args[0] + args[1]
+    if op == "sub":
+        return args[0] - args[1]
+    if op == "mul":
+        return args[0] * args[1]
+    if op == "divs":
+        return _trunc_div(args[0], args[1])
+    if op == "divu":
+        return (args[0] & _MASK64) // (args[1] & _MASK64)
+    if op == "ceildivs":
+        q = _trunc_div(args[0], args[1])
+        return q + 1 if q * args[1] != args[0] and (args[0] >= 0) == (args[1] >= 0) else q
+    if op == "ceildivu":
+        a, b = args[0] & _MASK64, args[1] & _MASK64
+        return -(-a // b)
+    if op == "rems":
+        return args[0] - _trunc_div(args[0], args[1]) * args[1]
+    if op == "remu":
+        return (args[0] & _MASK64) % (args[1] & _MASK64)
+    if op == "min":
+        return min(args[0], args[1])
+    if op == "max":
+        return max(args[0], args[1])
+    if op == "minu":
+        return min(args[0] & _MASK64, args[1] & _MASK64)
+    if op == "maxu":
+        return max(args[0] & _MASK64, args[1] & _MASK64)
+    if op == "shl":
+        return (args[0] << args[1]) & _MASK64
+    if op == "shru":
+        return (args[0] & _MASK64) >> args[1]
+    if op == "shrs":
+        return args[0] >> args[1]
+    if op == "and":
+        return args[0] & args[1]
+    if op == "or":
+        return args[0] | args[1]
+    if op == "xor":
+        return args[0] ^ args[1]
+    if op == "trunc":  # to args[1] bits
+        return args[0] & ((1 << args[1]) - 1)
+    if op == "cmp":  # predicate, a, b
+        pred, a, b = args
+        if pred >= 6:
+            a, b, pred = a & _MASK64, b & _MASK64, pred - 4
+        return int(_CMP[pred](a, b))
+    if op == "select":
+        return args[1] if args[0] else args[2]
+    raise ValueError(f"unknown plan expression op '{op}'")
+
+
+_OPS = {"add", "sub", "mul", "divs", "divu", "ceildivs", "ceildivu", "rems", "remu", "min", "max", "minu", "maxu",
+        "shl", "shru", "shrs", "and", "or", "xor", "trunc", "cmp", "select"}
+
+
+def evaluate(exprs: list, shapes: list, outputs: list | None = None) -> list[int]:
+    """Every node's value for one call: `shapes` are the program inputs' shapes (node
+    ['dim', input, axis]); node ['outlen', i] is output i's byte count (`outputs`, the plan's)."""
+    values: list = [None] * len(exprs)
+
+    def value(x):
+        if isinstance(x, Sym):
+            if values[x.sym] is None:
+                node = exprs[x.sym]
+                if node[0] == "dim":
+                    values[x.sym] = int(shapes[node[1]][node[2]])
+                elif node[0] == "outlen":
+                    values[x.sym] = -1  # a cycle reads -1 and fails below
+                    values[x.sym] = value(outputs[node[1]].nbytes)
+                else:
+                    values[x.sym] = apply(node[0], [value(a) for a in node[1:]])
+            return values[x.sym]
+        return int(x)
+
+    return [value(Sym(i)) for i in range(len(exprs))]
 
 
 @dataclass(frozen=True)
@@ -78,6 +182,8 @@ class Output:
     buffer: Ref
     offset: int
     nbytes: int
+    shape: list | None = None
+    """The result's sizes (ints or Sym) in a dynamic build; None: the signature's."""
 
 
 @dataclass
@@ -90,7 +196,32 @@ class LaunchPlan:
     inputs: int
     init_steps: list[Step] = field(default_factory=list)
     """Commands that compute constants once, at load (IREE hoists constant work into initializers)."""
+    exprs: list = field(default_factory=list)
+    """A dynamic build's size arithmetic (see the module docstring); [] for a static build."""
     version: int = PLAN_VERSION
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether some number of the plan depends on the call's input shapes."""
+        return bool(self.exprs)
+
+    def concrete(self, shapes: list) -> "LaunchPlan":
+        """The plan of plain numbers for one call whose program inputs have `shapes`."""
+        if not self.exprs:
+            return self
+        values = evaluate(self.exprs, shapes, self.outputs)
+        num = lambda x: values[x.sym] if isinstance(x, Sym) else x  # noqa: E731
+
+        def step(s: Step) -> Step:
+            return replace(s, target_offset=num(s.target_offset), length=num(s.length),
+                           source_offset=num(s.source_offset), grid=tuple(num(g) for g in s.grid),
+                           constants=[num(c) & 0xFFFFFFFF for c in s.constants],
+                           bindings=[(b, num(o), num(n)) for b, o, n in s.bindings])
+
+        outputs = [Output(o.buffer, num(o.offset), num(o.nbytes), [num(d) for d in o.shape] if o.shape else None)
+                   for o in self.outputs]
+        return replace(self, steps=[step(s) for s in self.steps], outputs=outputs,
+                       transient_bytes=num(self.transient_bytes), exprs=[])
 
     def _bulk(self) -> dict[str, bytes]:
         """The plan's bulk by file name inside the artifact: each module's PTX, each constant."""
@@ -134,6 +265,15 @@ class LaunchPlan:
             raise ValueError(f"launch plan version {data.get('version')} (this braze reads "
                              f"{', '.join(map(str, READS_VERSIONS))})")
         ref = lambda r: Ref(str(r["kind"]), int(r["index"])) if r is not None else None  # noqa: E731
+        n_exprs = len(data.get("exprs", []))
+
+        def num(v):
+            """A plan number: an int, or {"sym": i} (a node of exprs)."""
+            if isinstance(v, dict):
+                if not 0 <= int(v["sym"]) < n_exprs:
+                    raise ValueError(f"the plan refers to expression {v['sym']} of {n_exprs}")
+                return Sym(int(v["sym"]))
+            return int(v)
 
         def piece(name: str, entry):
             """A piece of bulk: its file, or (version 2) its bytes in the vmfb."""
@@ -154,16 +294,20 @@ class LaunchPlan:
             executables.append(Executable(ptx, kernels))
         constants = [piece(f"cuda/constant{i}.bin", c) for i, c in enumerate(data["constants"])]
 
+        exprs = [[str(node[0]), *(num(a) for a in node[1:])] for node in data.get("exprs", [])]
+
         def step(s) -> Step:
             return Step(
-                str(s["op"]), ref(s["target"]), int(s["target_offset"]), int(s["length"]), ref(s["source"]),
-                int(s["source_offset"]), int(s["pattern"]), int(s["pattern_bytes"]), int(s["executable"]),
-                int(s["kernel"]), tuple(int(g) for g in s["grid"]), [int(c) for c in s["constants"]],
-                [(ref(b[0]), int(b[1]), int(b[2])) for b in s["bindings"]])
+                str(s["op"]), ref(s["target"]), num(s["target_offset"]), num(s["length"]), ref(s["source"]),
+                num(s["source_offset"]), int(s["pattern"]), int(s["pattern_bytes"]), int(s["executable"]),
+                int(s["kernel"]), tuple(num(g) for g in s["grid"]), [num(c) for c in s["constants"]],
+                [(ref(b[0]), num(b[1]), num(b[2])) for b in s["bindings"]])
 
-        outputs = [Output(ref(o["buffer"]), int(o["offset"]), int(o["nbytes"])) for o in data["outputs"]]
-        plan = cls(executables, constants, [step(s) for s in data["steps"]], outputs, int(data["transient_bytes"]),
-                   int(data["inputs"]), [step(s) for s in data.get("init_steps", [])])
+        outputs = [Output(ref(o["buffer"]), num(o["offset"]), num(o["nbytes"]),
+                          [num(d) for d in o["shape"]] if o.get("shape") is not None else None)
+                   for o in data["outputs"]]
+        plan = cls(executables, constants, [step(s) for s in data["steps"]], outputs, num(data["transient_bytes"]),
+                   int(data["inputs"]), [step(s) for s in data.get("init_steps", [])], exprs)
         plan.validate()
         return plan
 
@@ -195,6 +339,19 @@ class LaunchPlan:
                                      f"{len(s.bindings)} bindings; the kernel takes {kernel.constants} and {kernel.bindings}")
         for o in self.outputs:
             check(o.buffer)
+        for i, node in enumerate(self.exprs):
+            op, args = node[0], node[1:]
+            if op == "dim":
+                if not (len(args) == 2 and 0 <= args[0] < self.inputs and args[1] >= 0):
+                    raise ValueError(f"expression {i} reads a dimension of an input the plan does not have: {node}")
+            elif op == "outlen":
+                if not (len(args) == 1 and 0 <= args[0] < len(self.outputs)):
+                    raise ValueError(f"expression {i} reads the size of an output the plan does not have: {node}")
+            elif op not in _OPS or any(isinstance(a, Sym) and a.sym >= i for a in args):
+                raise ValueError(f"expression {i} ({node}) is not an op of earlier expressions")
+        for s in self.init_steps:
+            if any(isinstance(x, Sym) for x in (s.target_offset, s.length, s.source_offset, *s.grid, *s.constants)):
+                raise ValueError("a load-time step has a size known only per call")
 
 
 # ---------------------------------------------------------------------------
