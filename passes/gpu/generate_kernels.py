@@ -44,7 +44,7 @@ from braze._mlir import ir
 from braze.irutil import all_ops, captured_values, op_id, remap_operands
 from braze.kernels import attention as kattention
 from braze.kernels import build as kbuild
-from braze.kernels.gemm import EPILOGUE_OPS, choose_tile
+from braze.kernels.gemm import DYNAMIC_M, EPILOGUE_OPS, choose_tile
 from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, parse_tile, read_spec
 from braze.targets import cuda_sm_count
 from braze.tuning import TuningCache
@@ -208,8 +208,10 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     batched = mm.name == "linalg.batch_matmul"
     lhs, rhs, init = list(mm.operands)[:3]
     types = [ir.RankedTensorType(v.type) for v in (lhs, rhs, init)]
-    if not all(t.has_static_shape for t in types):
-        return "dynamic shape"
+    dynamic_m = not all(t.has_static_shape for t in types)
+    if dynamic_m and (batched or not types[1].has_static_shape or types[0].is_dynamic_dim(1)
+                      or not types[0].is_dynamic_dim(0) or types[2].is_dynamic_dim(1)):
+        return "dynamic shape other than the rows (M) of a matmul"
     if _element(init) != "f32":
         return f"accumulates in {_element(init)}"
     if "indexing_maps" in mm.attributes and str(mm.attributes["indexing_maps"]).count("affine_map") == 3:
@@ -233,7 +235,7 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     elif ta not in GENERATED or tb != ta:
         return f"operands {ta} x {tb}: generated kernels take bf16, f16 or float32 (fp32={fp32})"
     shape = types[0].shape
-    batch, m, k = (shape[0], shape[1], shape[2]) if batched else (0, shape[0], shape[1])
+    batch, m, k = (shape[0], shape[1], shape[2]) if batched else (0, DYNAMIC_M if dynamic_m else shape[0], shape[1])
     n = types[1].shape[-1]
     if k < 16:
         return f"K = {k} is below the 16 a tensor-core MMA needs"
@@ -253,7 +255,7 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         cur = steps[-1].results[0]
     spec = GemmSpec(m=m, n=n, k=k, a=ta, b=tb, b_layout="nk" if b_t else "kn", out=_element(cur),
                     inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur], batch=batch,
-                    precision=precision)
+                    precision=precision, dynamic_m=dynamic_m)
     ops = a_ops + b_ops + widened + chain
     return spec, _Plan(args, ops, cur, chain[-1], ended)
 
@@ -830,17 +832,38 @@ def _closure(plan: _Plan) -> set | str:
     """Keys of the ops the outlined function holds, or why the plan reads something else."""
     wanted = {op_id(o) for o in plan.ops}
     args = set(plan.args)
-    todo = [v for o in plan.ops for v in list(o.operands) + captured_values(o)]
+    todo = [(v, o) for o in plan.ops for v in list(o.operands) + captured_values(o)]
     while todo:
-        v = todo.pop()
+        v, reader = todo.pop()
         o = _owner(v)
         if o is None or v in args or op_id(o) in wanted:
             continue
+        if str(v.type) == "index" and o.name != "arith.constant":
+            if _fixed_sizes(reader) is None:
+                return f"the matmul's ops read a size ({o.name}) that is not one of a tensor with M x N elements"
+            continue  # a dynamic size: the outlined function computes it from M (_outline)
         if o.name not in TAKEN_ALONG:
             return f"the matmul's ops read a {o.name} result that is not a kernel operand"
         wanted.add(op_id(o))
-        todo.extend(o.operands)
+        todo.extend((x, o) for x in o.operands)
     return wanted
+
+
+def _fixed_sizes(o: ir.Operation) -> int | None:
+    """For an op of a kernel's chain that reads a dynamic size (an empty tensor, a reshape's
+    result: tensors of M x N elements with one dynamic dimension): the product of its result's
+    static sizes, so that the size is M * N / it; None for any other op."""
+    if o.name not in ("tensor.empty", "tensor.expand_shape") or len(o.results) != 1:
+        return None
+    ty = ir.RankedTensorType(o.results[0].type)
+    dynamic = [a for a in range(ty.rank) if ty.is_dynamic_dim(a)]
+    if len(dynamic) != 1:
+        return None
+    fixed = 1
+    for a in range(ty.rank):
+        if a != dynamic[0]:
+            fixed *= ty.get_dim_size(a)
+    return fixed
 
 
 def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec, label: str) -> ir.Operation:
@@ -851,28 +874,47 @@ def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec,
     spec_text = spec.to_json().replace("\\", "\\\\").replace('"', '\\"')
     scratch = ir.Module.parse(
         f'func.func private @{label}({params}) -> {result_type} attributes {{{ATTR} = "{spec_text}"}} {{\n'
-        f"  %0 = tensor.empty() : {result_type}\n  return %0 : {result_type}\n}}"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %0 = tensor.empty({', '.join(['%c0'] * result_type.count('?'))}) : {result_type}\n"
+        f"  return %0 : {result_type}\n}}"
     )
     new = scratch.body.operations[0].operation
     if plan.epilogue_end:
         new.attributes[EPILOGUE_END_ATTR] = ir.StringAttr.get(plan.epilogue_end)
     block = new.regions[0].blocks[0]
-    dummy, ret = [o.operation for o in block.operations]
+    *dummies, ret = [o.operation for o in block.operations]
     mapping = {v: block.arguments[i] for i, v in enumerate(plan.args)}
     order = [o.operation for o in f.regions[0].blocks[0].operations]
     wanted = _closure(plan)
     if isinstance(wanted, str):
         raise AssertionError(wanted)
     with ir.InsertionPoint(ret), ret.location:
+        index = ir.IndexType.get()
+        constant = lambda n: ir.Operation.create(  # noqa: E731
+            "arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, n)}).results[0]
+        rows = None  # M, read off A, where a dynamic size needs it
         for o in order:
             if op_id(o) not in wanted:
                 continue
+            local = mapping
+            for v in o.operands:
+                if v in mapping or not str(v.type) == "index" or _owner(v) is None \
+                        or _owner(v).name == "arith.constant" or op_id(_owner(v)) in wanted:
+                    continue
+                if rows is None:
+                    rows = ir.Operation.create("tensor.dim", results=[index],
+                                               operands=[block.arguments[0], constant(0)]).results[0]
+                total = ir.Operation.create("arith.muli", results=[index], operands=[rows, constant(spec.n)]).results[0]
+                local = dict(local)  # this op's one dynamic size, from M
+                local[v] = ir.Operation.create("arith.divui", results=[index],
+                                               operands=[total, constant(_fixed_sizes(o))]).results[0]
             clone = o.clone()
-            remap_operands(clone, mapping)
+            remap_operands(clone, local)
             for old, newv in zip(o.results, clone.results):
                 mapping[old] = newv
     ret.operands[0] = mapping[plan.result]
-    dummy.erase()
+    for dummy in reversed(dummies):
+        dummy.erase()
     new.move_after(list(module.regions[0].blocks[0].operations)[-1].operation)
     with ir.InsertionPoint(plan.last), plan.last.location:
         call = ir.Operation.create("func.call", results=[plan.result.type], operands=plan.args,

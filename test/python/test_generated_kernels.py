@@ -10,6 +10,7 @@
 - On a GPU host (skipped elsewhere): bf16 and f16 results against torch on ragged shapes.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -152,6 +153,79 @@ def test_template_float32_persistent(variant, tmp_path):
     got = _run_interpreted(spec, (a, b, bias), tmp_path)
     want = a.double() @ b.double().T + bias.double()
     assert (got.double() - want).abs().max().item() < 2e-3 * want.abs().max().item()  # TF32's rounding at most
+
+
+@pytest.mark.parametrize("m", [1, 33, 130])
+def test_template_with_m_per_call(m, tmp_path):
+    """One kernel for every M (a dynamic build's): tiled for M = 1024, run at ragged M's with a
+    residual [M, N], a per-row scale [M] and a bias [N] against float64."""
+    torch.manual_seed(m)
+    n, k = 65, 48
+    a, b = torch.randn(m, k).half(), torch.randn(n, k).half()
+    res, col, bias = torch.randn(m, n).half(), torch.randn(m).float(), torch.randn(n).half()
+    ops = (("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "mulf", ["%0", "in1"], "f32", None),
+           ("%2", "addf", ["%1", "in2"], "f32", None), ("%3", "truncf", ["%2"], "f16", None))
+    spec = GemmSpec(m=1024, n=n, k=k, a="f16", b="f16", b_layout="nk", out="f16", dynamic_m=True,
+                    inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "row")),
+                    ops=ops, result="%3", tile=(32, 32, 16, 4, 2))
+    got = _run_interpreted(spec, (a, b, res, col, bias), tmp_path)
+    assert got.shape == (m, n)
+    y = (a.double() @ b.double().T + res.double()) * col.double()[:, None] + bias.double()
+    _close(got, y, y.half() + 0 * y)
+
+
+def test_m_per_call_takes_a_plain_tile_and_keeps_old_names():
+    spec = GemmSpec(m=1024, n=64, k=64, a="bf16", b="bf16", b_layout="nk", out="bf16", dynamic_m=True)
+    with pytest.raises(ValueError, match="plain tile"):
+        dataclasses.replace(spec, tile=(64, 64, 64, 4, 4, 2)).check()
+    assert kbuild.gemm.choose_tile(spec, 132) == (64, 64, 64, 4, 4)
+    static = dataclasses.replace(spec, dynamic_m=False)
+    assert "dynamic_m" not in static.to_json() and static.tuning_signature() != spec.tuning_signature()
+    assert "?x64x64" in spec.describe()
+
+
+class DynamicLinears(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(48, 96), torch.nn.Linear(96, 48)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.gelu(self.up(x))) + x
+
+
+def test_a_dynamic_batch_gets_kernels_with_m_per_call(tmp_path):
+    """The dynamic build's Linears on [B, S, K] (a matmul on [B*S, K] with B per call) become
+    generated kernels whose M comes from the call: the pass's specs, run under the interpreter
+    at a batch other than the example's, compute the model; the CUDA artifact's plan launches
+    braze's kernels with grids that follow the batch."""
+    torch.manual_seed(3)
+    model = DynamicLinears().eval().half()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    x = torch.randn(4, 10, 48).half()
+    lowered = lower(model, x, device="cuda", target="sm_90", dynamic_shapes=({0: batch},))
+    specs = _specs(lowered.module.operation)
+    assert len(specs) == 2 and all(s.dynamic_m for s in specs), lowered.report.kernels
+    up, down = sorted(specs, key=lambda s: s.k)
+    assert Input("f16", "full") in down.inputs  # the residual
+    x3 = torch.randn(3, 10, 48).half()
+    h = _run_interpreted(up, (x3.reshape(30, 48), model.up.weight.detach(), model.up.bias.detach()), tmp_path)
+    y = _run_interpreted(down, (h, model.down.weight.detach(), model.down.bias.detach(), x3.reshape(30, 48)),
+                         tmp_path)
+    want = model.double()(x3.double()).reshape(30, 48)
+    with torch.no_grad():
+        _close(y, want, model.half()(x3).reshape(30, 48), rel=8.0)
+    module = braze.compile(model.half(), x, device="cuda", target="sm_90", cache=False,
+                           dynamic_shapes=({0: batch},), specialize="none").dynamic
+    plan = module.plan
+    assert plan is not None and plan.symbolic, module.report.launch_plan
+    grids = {}
+    for b in (1, 64):
+        concrete = plan.concrete([[b, 10, 48]])
+        grids[b] = [s.grid for s in concrete.steps if s.op == "dispatch"
+                    and plan.executables[s.executable].kernels[s.kernel].name.startswith("braze_gemm")]
+        assert len(grids[b]) == 2 and all(s.constants[0] == b * 10 for s in concrete.steps if s.op == "dispatch"
+                                          and plan.executables[s.executable].kernels[s.kernel].name.startswith("braze_"))
+    assert all(g64[0] > g1[0] for g1, g64 in zip(grids[1], grids[64]))
 
 
 def test_template_batch(tmp_path):

@@ -52,15 +52,66 @@ def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
                          + ["#hal.pipeline.binding<storage_buffer>"] * writes)
     constants = 1 if built.scratch else 2  # the scratch pointers Triton appends: one bound, or both fed zeros
     gx, gy, gz = built.grid
+    workload, grid_x = "", f"%x = arith.constant {gx} : index"
+    if _dynamic_m(spec):  # M is the workload and the kernel's first constant; the grid follows it
+        constants += 1
+        workload = ", %m: index"
+        grid_x = (f"%bm = arith.constant {spec.tile[0]} : index\n    %tn = arith.constant {gemm.tiles_n(spec)} : index\n"
+                  f"    %tm = arith.ceildivui %m, %bm : index\n    %x = arith.muli %tm, %tn : index")
     return f'''
 hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{{path = "{built.name}.ptx", data = dense<"0x{data.hex().upper()}"> : vector<{len(data)}xi8>}}>]}}>}}> {{
-  hal.executable.export public @{built.name} ordinal(0) layout(#hal.pipeline.layout<constants = {constants}, bindings = [{bindings}]>) count(%device: !hal.device) -> (index, index, index) {{
-    %x = arith.constant {gx} : index
+  hal.executable.export public @{built.name} ordinal(0) layout(#hal.pipeline.layout<constants = {constants}, bindings = [{bindings}]>) count(%device: !hal.device{workload}) -> (index, index, index) {{
+    {grid_x}
     %y = arith.constant {gy} : index
     %z = arith.constant {gz} : index
     hal.return %x, %y, %z : index, index, index
   }} <{{workgroup_size = [{32 * built.warps} : index, 1 : index, 1 : index], workgroup_local_memory = {built.shared} : index}}>
 }}'''
+
+
+def _dynamic_m(spec) -> bool:
+    return isinstance(spec, GemmSpec) and spec.dynamic_m
+
+
+def _with_dims(lines: list, value: str, ty) -> str:
+    """`ty` as a flow.dispatch operand or result spells it: '{%d...}' after a type with dynamic
+    sizes, each read off `value` with tensor.dim (the ops appended to `lines`)."""
+    shaped = iree_ir.ShapedType(ty)
+    dims = []
+    for axis in range(shaped.rank):
+        if shaped.is_dynamic_dim(axis):
+            name = f"{value.lstrip('%')}_d{axis}"
+            lines.append(f"  %{name}_i = arith.constant {axis} : index")
+            lines.append(f"  %{name} = tensor.dim {value}, %{name}_i : {ty}")
+            dims.append(f"%{name}")
+    return f"{ty}{{{', '.join(dims)}}}" if dims else str(ty)
+
+
+def _dynamic_body(spec, built, exe: str, ftype) -> str:
+    """The function body of a kernel whose M is known per call: M read off A, the grid's
+    workload and the kernel's first constant; the result's dynamic size from M (it has M x N
+    elements, however reshaped)."""
+    lines = ["  %c0 = arith.constant 0 : index", "  %m = tensor.dim %a0, %c0 : " + str(ftype.inputs[0]),
+             "  %m32 = arith.index_cast %m : index to i32"]
+    operand_types = [_with_dims(lines, f"%a{i}", t) for i, t in enumerate(ftype.inputs)]
+    result = iree_ir.ShapedType(ftype.results[0])
+    dynamic = [a for a in range(result.rank) if result.is_dynamic_dim(a)]
+    if len(dynamic) > 1:
+        raise CompileError(f"braze bug: a kernel result {ftype.results[0]} with more than one size known per call")
+    result_text = str(ftype.results[0])
+    if dynamic:
+        fixed = 1
+        for a in range(result.rank):
+            if a not in dynamic:
+                fixed *= result.get_dim_size(a)
+        lines += [f"  %rn = arith.constant {spec.n} : index", f"  %rf = arith.constant {fixed} : index",
+                  "  %rmn = arith.muli %m, %rn : index", "  %rd = arith.divui %rmn, %rf : index"]
+        result_text += "{%rd}"
+    operands = ", ".join(["%m32", "%zero", "%zero"] + [f"%a{i}" for i in range(len(ftype.inputs))])
+    types = ", ".join(["i32"] * 3 + operand_types)
+    lines.append(f"  %r = flow.dispatch @{exe}::@{built.name}[%m]({operands}) : ({types}) -> {result_text}")
+    lines.append(f"  return %r : {ftype.results[0]}")
+    return "\n".join(lines)
 
 
 def _split_buffers(spec) -> tuple[int, int] | None:
@@ -92,13 +143,20 @@ def embed_kernels(module, arch: str) -> list[dict]:
             result = str(ftype.results[0])
             operands = ", ".join(zeros + [f"%a{i}" for i in range(len(ftype.inputs))])
             split = _split_buffers(spec)
+            if _dynamic_m(spec):
+                if split or built.scratch:
+                    raise CompileError(f"braze bug: @{sym}'s kernel with M known per call has split K or TMA scratch")
+                body = _dynamic_body(spec, built, exe, ftype)
+                split = None
             extra = []  # results after the kernel's own: the split-K workspace, the TMA descriptors' scratch
             if split:
                 extra.append(f"tensor<{split[1]}xf32>")
             if built.scratch:
                 programs = built.grid[0] * built.grid[1] * built.grid[2]
                 extra.append(f"tensor<{programs * built.scratch}xi8>")
-            if split:
+            if _dynamic_m(spec):
+                pass
+            elif split:
                 counters = split[0]
                 results = ", ".join(["%cnt", result] + extra)
                 body = f'''  %cnt = flow.tensor.splat %zero : tensor<{counters}xi32>

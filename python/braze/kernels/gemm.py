@@ -100,7 +100,7 @@ def epilogue_lines(spec: GemmSpec, transposed: bool = False) -> list[str]:
         elif inp.access == "row":
             load = f"tl.load({ptr} + rn, mask=rn < {spec.n}){along_n}"
         elif inp.access == "col":
-            load = f"tl.load({ptr} + rm, mask=rm < {spec.m}){along_m}"
+            load = f"tl.load({ptr} + rm, mask=rm < {m_text(spec)}){along_m}"
         else:
             load = f"tl.load({ptr})"
         lines.append(f"in{i} = {load}.to(tl.float32)")
@@ -133,6 +133,11 @@ def epilogue_lines(spec: GemmSpec, transposed: bool = False) -> list[str]:
     shape = "(BN, BM)" if transposed else "(BM, BN)"
     lines.append(f"out = {_operand(result, loaded)} + tl.zeros({shape}, dtype=tl.float32)")
     return lines
+
+
+def m_text(spec: GemmSpec) -> str:
+    """M in a kernel's source: the number, or the argument `M` where it is known per call."""
+    return "M" if spec.dynamic_m else str(spec.m)
 
 
 def _input_batch_stride(spec: GemmSpec, i: int) -> int:
@@ -198,7 +203,8 @@ def source(spec: GemmSpec) -> str:
         return _persistent_source(spec)
     if stream_k(spec):
         return _stream_k_source(spec)
-    m, n, k = spec.m, spec.n, spec.k
+    n, k = spec.n, spec.k
+    m = m_text(spec)  # the number, or the argument M (the batch terms below are 0 then: no batch)
     s = split(spec)
     e_params = "".join(f"e{i}_ptr, " for i in range(len(spec.inputs)))
     if spec.b_layout == "nk":
@@ -210,20 +216,20 @@ def source(spec: GemmSpec) -> str:
     precision = f', input_precision="{spec.precision}"' if spec.precision else ""
     if tma(spec):
         a_setup, a_load, b_ptrs, b_load = _tma_parts(spec)
-        c_offs = f"batch_id * {m * n} + rm[:, None] * {n} + rn[None, :]"
+        c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
     elif spec.conv:
         a_setup, a_load, c_offs = _conv_parts(spec)
     else:
-        a_setup = f"    a_ptrs = a_ptr + batch_id * {m * k} + rm[:, None] * {k} + (k0 + rk)[None, :]"
+        a_setup = f"    a_ptrs = a_ptr + batch_id * {spec.m * k} + rm[:, None] * {k} + (k0 + rk)[None, :]"
         a_load = (f"        a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)\n"
                   "        a_ptrs += BK")
-        c_offs = f"batch_id * {m * n} + rm[:, None] * {n} + rn[None, :]"
+        c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
     if not tma(spec):
         b_load = (f"        b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)\n"
                   f"        b_ptrs += {b_step}")
     finish = epilogue_lines(spec) + [f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"]
     if s == 1:
-        params, split_setup, steps = "c_ptr", "    k0 = 0", f"({k} + BK - 1) // BK"
+        params, split_setup, steps = "c_ptr, M" if spec.dynamic_m else "c_ptr", "    k0 = 0", f"({k} + BK - 1) // BK"
         tail = textwrap.indent("\n".join(finish), " " * 4)
     else:
         params = "cnt_ptr, c_ptr, ws_ptr"
@@ -690,6 +696,8 @@ def _persistent_tma(spec: GemmSpec, tile: tuple[int, ...], sms: int) -> tuple[in
 def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
     """The tile for a spec on a GPU of `sms` SMs (see TILES_TF32X3's and SPLIT_MIN_K's notes
     for the evidence)."""
+    if spec.dynamic_m:
+        return _dynamic_tile(spec, sms)
     if spec.depthwise:
         return DEPTHWISE_TILE
     if spec.conv:
@@ -713,6 +721,27 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
     return (bm, bn, bk, warps, stages, *rest)
 
 
+DYNAMIC_M = 1024
+"""The M a kernel whose M is known per call is tiled for (spec.m): 8 of BERT's 128-token
+sequences. Its tile is a plain one (the grid follows M; split K and persistent programs are
+chosen for one M): for 16-bit operands the 64x64 tiles that were best or within 2% at every
+bench shape that fills the GPU (§18), for float32 the cost model's at M = DYNAMIC_M."""
+
+
+def _dynamic_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
+    if spec.precision:
+        tile = choose_tile(dataclasses.replace(spec, dynamic_m=False), sms)[:5]
+    else:
+        tile = (64, 64, 128, 4, 3) if spec.k >= 2048 else (64, 64, 64, 4, 4)
+    bm, bn, bk, warps, stages = tile
+    return (bm, bn, min(bk, max(16, 1 << (spec.k - 1).bit_length())), warps, stages)
+
+
+def tiles_n(spec: GemmSpec) -> int:
+    """Output tiles along N (a kernel with M per call: its grid is ceil(M / BM) times this)."""
+    return -(-spec.n // spec.tile[1])
+
+
 def grid(spec: GemmSpec) -> tuple[int, int, int]:
     bm, bn = spec.tile[0], spec.tile[1]
     if stream_k(spec):
@@ -729,6 +758,8 @@ def signature(spec: GemmSpec) -> dict[str, str]:
     if split_buffers(spec):
         sig["cnt_ptr"] = "*i32"
     sig["c_ptr"] = "*" + TRITON_TYPES[spec.out]
+    if spec.dynamic_m:
+        sig["M"] = "i32"
     if split_buffers(spec):
         sig["ws_ptr"] = "*fp32"
     for c in ("BM", "BN", "BK", "GROUP_M", "SPLIT", "STEPS"):

@@ -43,7 +43,10 @@ class _Spec:
     """What both kinds of spec share: their JSON text and the short name of it with the tile."""
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        d = asdict(self)
+        if not d.get("dynamic_m", True):
+            del d["dynamic_m"]  # as specs were written before it: their kernel names and tuning signatures stay
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self) -> str:
         """A short stable name for the computation and its tile (the kernel cache's key part)."""
@@ -119,6 +122,10 @@ class GemmSpec(_Spec):
     """With conv: a depthwise convolution (groups = C = F): the weight is [C, KH*KW], k = KH*KW,
     and each output channel reads its own input channel (no GEMM: FMAs in f32, no tensor cores,
     so float32 takes no precision)."""
+    dynamic_m: bool = False
+    """M is known per call only (a dynamic build's batch): the kernel takes it as a 32-bit
+    argument and its grid follows it; `m` is then the M the tile was chosen for. A plain matmul
+    (no batch, no convolution) with a plain tile (no split K, TMA or persistent programs)."""
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, BK, warps, stages[, split[, TMA[, P[, data-parallel]]]]), chosen by the cost model;
     () until chosen. split > 1: that many programs share each output tile's K loop (split K);
@@ -184,6 +191,9 @@ class GemmSpec(_Spec):
                              "convolution and no data-parallel flag")
         if self.tile[8:] == (1,) and not self.tile[7]:
             raise ValueError("a data-parallel persistent tile needs its number of programs (the eighth entry)")
+        if self.dynamic_m and (self.conv or self.batch or self.tile[5:6] not in ((), (1,)) or any(self.tile[6:])):
+            raise ValueError("a kernel with M known per call takes a plain matmul and a plain tile "
+                             "(no split K, TMA or persistent programs)")
         per_16_bytes = 4 if self.a == "f32" else 8
         if self.tile[6:7] == (1,) and (self.conv or self.k % per_16_bytes
                                        or (self.b_layout == "kn" and self.n % per_16_bytes)):
@@ -212,11 +222,14 @@ class GemmSpec(_Spec):
             return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
                     f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""
+        if self.dynamic_m:
+            lead = "?"  # M at run time
         epi = ", ".join(o[1] for o in self.ops) or "none"
         tile = _tile_text(self.tile)
         how = f" as {self.precision}" if self.precision else ""
-        return (f"gemm {lead}{self.m}x{self.n}x{self.k} {self.a}*{self.b}({self.b_layout}){how}->{self.out}, "
-                f"epilogue [{epi}], tile {tile}")
+        m = "" if self.dynamic_m else self.m
+        return (f"gemm {lead}{m}x{self.n}x{self.k} {self.a}*{self.b}({self.b_layout}){how}->{self.out}, "
+                f"epilogue [{epi}], tile {tile}" + (f" (chosen for M = {self.m})" if self.dynamic_m else ""))
 
 
 def _tile_text(tile: tuple) -> str:

@@ -39,7 +39,8 @@ fn = build.load_function(path, tpl.kernel_name(spec))
 if isinstance(spec, AttentionSpec):
     shape = (spec.batch, spec.l, spec.ev)
 else:
-    shape = (spec.batch, spec.m, spec.n) if spec.batch else (spec.m, spec.n * spec.groups)
+    m = args[0].shape[0] if spec.dynamic_m else spec.m  # M per call: the rows of A
+    shape = (spec.batch, m, spec.n) if spec.batch else (m, spec.n * spec.groups)
 out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16}[spec.out])
 split = None if isinstance(spec, AttentionSpec) else tpl.split_buffers(spec)
 if split:  # the counters zeroed, the workspace not (IREE's fill and transient, as in embed)
@@ -47,5 +48,9 @@ if split:  # the counters zeroed, the workspace not (IREE's fill and transient, 
     out_args = [torch.zeros(counters, dtype=torch.int32), out, torch.full((workspace,), float("nan"))]
 else:
     out_args = [out]
-fn[tpl.grid(spec)[:2]](*args, *out_args, **tpl.constexprs(spec))
+grid = tpl.grid(spec)[:2]
+if not isinstance(spec, AttentionSpec) and spec.dynamic_m:  # as braze.kernels.embed's count region
+    out_args.append(m)
+    grid = (-(-m // spec.tile[0]) * tpl.tiles_n(spec), 1)
+fn[grid](*args, *out_args, **tpl.constexprs(spec))
 torch.save(out, sys.argv[3])
