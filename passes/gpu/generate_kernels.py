@@ -445,6 +445,37 @@ def _broadcast_source(g: ir.Operation) -> tuple[ir.Value, list[int]] | None:
     return source, strides
 
 
+def _first_size(v: ir.Value, init: ir.Value | None = None) -> ir.Value | None:
+    """The value that sized v's dynamic first dimension where v was made: an expand_shape's
+    output size, or (v an op's result on `init`) the size of init's `tensor.empty`."""
+    o = _owner(v)
+    if o is not None and o.name == "tensor.expand_shape" and ir.RankedTensorType(v.type).is_dynamic_dim(0):
+        return o.operands[1] if len(o.operands) > 1 else None
+    fill = _owner(init) if init is not None else None
+    empty = _owner(fill.operands[-1]) if fill is not None and fill.name == "linalg.fill" else None
+    if empty is not None and empty.name == "tensor.empty" and len(empty.operands) == 1:
+        return empty.operands[0]
+    return None
+
+
+def _dims_from(r: ir.Value, init: ir.Value) -> None:
+    """Read the dynamic first size of an attention's result, and of the expand of it, where
+    they were made instead of with `tensor.dim`: a tensor.dim of the result would keep the ops
+    it measures out of the kernel (IREE's dynamic shapes read sizes that way, to size the
+    expand and the transpose of the heads)."""
+    todo = [(r, init)]
+    while todo:
+        v, v_init = todo.pop()
+        size = _first_size(v, v_init)
+        for use in list(v.uses):
+            d = use.owner
+            if d.name == "tensor.dim" and _int_literal(d.operands[1]) == 0 and size is not None:
+                d.results[0].replace_all_uses_with(size)
+                d.erase()
+            elif d.name == "tensor.expand_shape" and v is r:
+                todo.append((d.results[0], None))
+
+
 def _single_user(v: ir.Value) -> ir.Operation | None:
     users = {op_id(u.owner): u.owner for u in v.uses}
     return next(iter(users.values())) if len(users) == 1 else None
@@ -518,8 +549,11 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     q, k, v, init = operands[0], operands[1], operands[2], operands[-1]
     mask = operands[3] if len(operands) == 5 else None
     types = [ir.RankedTensorType(x.type) for x in operands]
-    if not all(t.has_static_shape for t in types):
-        return "dynamic shape"
+    dynamic = not all(t.has_static_shape for t in types)
+    if dynamic and any(t.is_dynamic_dim(a) for t in types for a in range(1, t.rank)):
+        return "dynamic shape other than the number of heads"
+    if dynamic:
+        _dims_from(op.results[0], init)
     if any(ir.RankedTensorType(x.type).rank != 3 for x in (q, k, v)):
         return "attention operands of rank other than 3"
     dtype = _element(q)
@@ -590,12 +624,22 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
             ops.extend(view_ops)
     if extra.get("mask") != "add":
         extra["heads"] = heads
+    if dynamic:
+        if any(min(st) < 0 for st in strides) or min(extra.get("mask_strides", (0,))) < 0:
+            return "dynamic shape in a layout whose strides are known per call"
+        batch = heads * 8  # the count the tile is chosen for: 8 of the batch
+        extra["dynamic_batch"] = True
     contiguous = all(st == (heads * r * w, r * w, w) for st, (r, w) in
                      zip(strides, ((l, e), (s, e), (s, ev), (l, ev))))
     spec = AttentionSpec(batch=batch, l=l, s=s, e=e, ev=ev, dtype=dtype, out=_element(op.results[0]),
                          scale=scale, precision=fp32 if dtype == "f32" else "",
                          strides=() if contiguous else tuple(strides), **extra)
-    return spec, _Plan(args, ops, result, last)  # the pass checks the spec, as every contraction's
+    plan = _Plan(args, ops, result, last)
+    if dynamic:  # the sizes its tensors' linalg form reads come in as arguments after the kernel's
+        sizes: list = []
+        _closure(plan, sizes)
+        args.extend(dict.fromkeys(sizes))
+    return spec, plan  # the pass checks the spec, as every contraction's
 
 
 def _float_literal(v: ir.Value) -> float | None:
@@ -828,8 +872,10 @@ TAKEN_ALONG = ("arith.constant", "tensor.empty", "tensor.collapse_shape", "tenso
 one of the kernel's operands (an empty init, a scalar constant, a reshape of an empty init)."""
 
 
-def _closure(plan: _Plan) -> set | str:
-    """Keys of the ops the outlined function holds, or why the plan reads something else."""
+def _closure(plan: _Plan, sizes: list | None = None) -> set | str:
+    """Keys of the ops the outlined function holds, or why the plan reads something else.
+    `sizes`: collect the dynamic sizes the ops read from outside (instead of computing them
+    from M in the outlined function)."""
     wanted = {op_id(o) for o in plan.ops}
     args = set(plan.args)
     todo = [(v, o) for o in plan.ops for v in list(o.operands) + captured_values(o)]
@@ -839,6 +885,9 @@ def _closure(plan: _Plan) -> set | str:
         if o is None or v in args or op_id(o) in wanted:
             continue
         if str(v.type) == "index" and o.name != "arith.constant":
+            if sizes is not None:
+                sizes.append(v)
+                continue
             if _fixed_sizes(reader) is None:
                 return f"the matmul's ops read a size ({o.name}) that is not one of a tensor with M x N elements"
             continue  # a dynamic size: the outlined function computes it from M (_outline)

@@ -679,6 +679,36 @@ def test_attention_reads_and_writes_through_transposes(form, tmp_path):
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
 
 
+def test_attention_with_a_batch_per_call(tmp_path):
+    """A dynamic batch: BERT's heads split off [B, L, H*E] projections, attention, merged back,
+    with B per call. The kernel reads and writes through the transposes as the static build's
+    does (no copies left), its grid's heads follow the call (the interpreter runs the spec at
+    another batch than the example's, against float64), and the CUDA plan launches it."""
+    from braze.kernels.spec import AttentionSpec
+
+    torch.manual_seed(11)
+    model = _HeadsSplit(3).eval()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    args = [torch.randn(2, 24, 48), torch.randn(2, 40, 48), torch.randn(2, 40, 48)]
+    shapes = ({0: batch}, {0: batch}, {0: batch})
+    lowered = lower(model, *args, device="cuda", target="sm_90", dynamic_shapes=shapes)
+    (spec,) = _specs(lowered.module.operation)
+    assert spec.dynamic_batch and spec.strides and spec.heads == 3, spec
+    main = next(f for f in all_ops(lowered.module.operation, "func.func") if ATTR not in f.attributes)
+    assert not list(all_ops(main, ("linalg.transpose", "linalg.generic", "tm_tensor.attention")))
+    other = [torch.randn(5, 24, 48), torch.randn(5, 40, 48), torch.randn(5, 40, 48)]
+    got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), other, tmp_path)
+    want = model(*(a.double() for a in other))
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+    module = braze.compile(model, *args, device="cuda", target="sm_90", cache=False, dynamic_shapes=shapes,
+                           specialize="none").dynamic
+    for b in (1, 7):
+        concrete = module.plan.concrete([[b, 24, 48], [b, 40, 48], [b, 40, 48]])
+        (step,) = [s for s in concrete.steps if s.op == "dispatch"]
+        assert module.plan.executables[step.executable].kernels[step.kernel].name.startswith("braze_attention")
+        assert step.grid[1] == 3 * b and concrete.outputs[0].shape == [b, 24, 48]
+
+
 def test_heads_past_the_grid_limit_keep_irees_path():
     """More heads than a CUDA grid's second dimension holds: the attention keeps IREE's
     kernel, and the report says why (a launch of a too-large grid would fail on the GPU)."""

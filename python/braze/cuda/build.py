@@ -101,6 +101,8 @@ class _Interpreter:
         self.binaries = self._binaries()
         self.exprs: list = []
         """The plan's symbolic nodes (a dynamic build's size arithmetic)."""
+        self.checks: list = []
+        """[condition, message] of each cf.assert on them."""
 
     def num(self, op: str, *args):
         """op on plan numbers: folded where all are known, else a new node."""
@@ -278,6 +280,13 @@ class _Interpreter:
                 env[r] = v
 
         if name in _IGNORED:
+            return
+        if name == "cf.assert":
+            condition, message = operands[0], str(op.attributes["msg"]).strip('"')
+            if isinstance(condition, Sym):
+                self.checks.append([condition, message])
+            elif not condition:
+                raise Unsupported(f"an assertion that always fails: {message}")
             return
         if name in _TOKENS:
             put(*([name] * len(results)))
@@ -583,7 +592,7 @@ def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_by
     interp.transient_bytes = transient_bytes
     steps, outputs = interp.run_main()
     plan = LaunchPlan(interp.executables, [bytes(c) for c in interp.constants], steps, outputs, transient_bytes,
-                      len(input_bytes), init_steps=interp.init_steps, exprs=interp.exprs)
+                      len(input_bytes), init_steps=interp.init_steps, exprs=interp.exprs, checks=interp.checks)
     try:
         plan.validate()
     except ValueError as e:

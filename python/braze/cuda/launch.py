@@ -295,7 +295,10 @@ class DynamicLauncher:
         return launcher(inputs, names)
 
     def _launcher_for(self, shapes: list) -> Launcher:
-        plan = self.plan.concrete(shapes)
+        try:
+            plan = self.plan.concrete(shapes)
+        except ValueError as e:  # IREE's own check on the sizes (a broadcast whose sizes disagree)
+            raise InputError(f"inputs of shapes {', '.join(map(str, shapes))}: {e}") from None
         ins = [spec.concrete(shape) for spec, shape in zip(self.input_specs, shapes)]
         outs = [spec.concrete(o.shape) if spec.dynamic else spec for spec, o in zip(self.output_specs, plan.outputs)]
         if any(spec.dynamic for spec in outs):

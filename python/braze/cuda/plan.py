@@ -198,6 +198,9 @@ class LaunchPlan:
     """Commands that compute constants once, at load (IREE hoists constant work into initializers)."""
     exprs: list = field(default_factory=list)
     """A dynamic build's size arithmetic (see the module docstring); [] for a static build."""
+    checks: list = field(default_factory=list)
+    """[condition, message] per `cf.assert` of IREE's program on the sizes (a broadcast's sizes
+    agree): `concrete` raises ValueError with the message where one fails."""
     version: int = PLAN_VERSION
 
     @property
@@ -211,6 +214,9 @@ class LaunchPlan:
             return self
         values = evaluate(self.exprs, shapes, self.outputs)
         num = lambda x: values[x.sym] if isinstance(x, Sym) else x  # noqa: E731
+        for condition, message in self.checks:
+            if not num(condition):
+                raise ValueError(f"the program's check on its input sizes failed: {message}")
 
         def step(s: Step) -> Step:
             return replace(s, target_offset=num(s.target_offset), length=num(s.length),
@@ -221,7 +227,7 @@ class LaunchPlan:
         outputs = [Output(o.buffer, num(o.offset), num(o.nbytes), [num(d) for d in o.shape] if o.shape else None)
                    for o in self.outputs]
         return replace(self, steps=[step(s) for s in self.steps], outputs=outputs,
-                       transient_bytes=num(self.transient_bytes), exprs=[])
+                       transient_bytes=num(self.transient_bytes), exprs=[], checks=[])
 
     def _bulk(self) -> dict[str, bytes]:
         """The plan's bulk by file name inside the artifact: each module's PTX, each constant."""
@@ -307,7 +313,8 @@ class LaunchPlan:
                           [num(d) for d in o["shape"]] if o.get("shape") is not None else None)
                    for o in data["outputs"]]
         plan = cls(executables, constants, [step(s) for s in data["steps"]], outputs, num(data["transient_bytes"]),
-                   int(data["inputs"]), [step(s) for s in data.get("init_steps", [])], exprs)
+                   int(data["inputs"]), [step(s) for s in data.get("init_steps", [])], exprs,
+                   [[num(c[0]), str(c[1])] for c in data.get("checks", [])])
         plan.validate()
         return plan
 

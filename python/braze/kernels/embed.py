@@ -37,7 +37,7 @@ from braze.irutil import all_ops
 
 from . import build as kbuild
 from . import gemm
-from .spec import ATTR, GemmSpec, read_spec
+from .spec import ATTR, AttentionSpec, GemmSpec, read_spec
 
 
 def kernel_functions(module) -> list:
@@ -53,6 +53,9 @@ def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
     constants = 1 if built.scratch else 2  # the scratch pointers Triton appends: one bound, or both fed zeros
     gx, gy, gz = built.grid
     workload, grid_x = "", f"%x = arith.constant {gx} : index"
+    y_name = "%y"
+    if isinstance(spec, AttentionSpec) and spec.dynamic_batch:  # the heads are the workload: the grid's y
+        workload, y_name = ", %heads: index", "%heads"
     if _dynamic_m(spec):  # M is the workload and the kernel's first constant; the grid follows it
         constants += 1
         workload = ", %m: index"
@@ -64,7 +67,7 @@ hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal
     {grid_x}
     %y = arith.constant {gy} : index
     %z = arith.constant {gz} : index
-    hal.return %x, %y, %z : index, index, index
+    hal.return %x, {y_name}, %z : index, index, index
   }} <{{workgroup_size = [{32 * built.warps} : index, 1 : index, 1 : index], workgroup_local_memory = {built.shared} : index}}>
 }}'''
 
@@ -114,6 +117,38 @@ def _dynamic_body(spec, built, exe: str, ftype) -> str:
     return "\n".join(lines)
 
 
+def _attention_body(spec: AttentionSpec, built, exe: str, ftype) -> str:
+    """The function body of an attention kernel whose number of heads is known per call: the
+    heads counted off q (its elements over L x E), the workload and the grid's y. Size
+    arguments after the tensors (the chain's own, for its linalg form) are not the kernel's."""
+    tensors = [t for t in ftype.inputs if str(t) != "index"]
+    lines = ["  %c0 = arith.constant 0 : index", f"  %q0 = tensor.dim %a0, %c0 : {tensors[0]}"]
+    q = iree_ir.ShapedType(tensors[0])
+    fixed = 1
+    for a in range(1, q.rank):
+        fixed *= q.get_dim_size(a)
+    if any(q.is_dynamic_dim(a) for a in range(1, q.rank)):
+        raise CompileError(f"braze bug: an attention operand {tensors[0]} with a size per call past its first")
+    lines += [f"  %qf = arith.constant {fixed} : index", f"  %qle = arith.constant {spec.l * spec.e} : index",
+              "  %qn = arith.muli %q0, %qf : index", "  %heads = arith.divui %qn, %qle : index"]
+    operand_types = [_with_dims(lines, f"%a{i}", t) for i, t in enumerate(tensors)]
+    result = ftype.results[0]
+    r = iree_ir.ShapedType(result)
+    result_text = str(result)
+    if r.is_dynamic_dim(0):  # the result holds heads x L x EV elements, however viewed
+        rfixed = 1
+        for a in range(1, r.rank):
+            rfixed *= r.get_dim_size(a)
+        lines += [f"  %rle = arith.constant {spec.l * spec.ev} : index", f"  %rf = arith.constant {rfixed} : index",
+                  "  %rn = arith.muli %heads, %rle : index", "  %rd = arith.divui %rn, %rf : index"]
+        result_text += "{%rd}"
+    operands = ", ".join(["%zero", "%zero"] + [f"%a{i}" for i in range(len(tensors))])
+    types = ", ".join(["i32", "i32"] + operand_types)
+    lines.append(f"  %r = flow.dispatch @{exe}::@{built.name}[%heads]({operands}) : ({types}) -> {result_text}")
+    lines.append(f"  return %r : {result}")
+    return "\n".join(lines)
+
+
 def _split_buffers(spec) -> tuple[int, int] | None:
     return gemm.split_buffers(spec) if isinstance(spec, GemmSpec) else None
 
@@ -143,7 +178,9 @@ def embed_kernels(module, arch: str) -> list[dict]:
             result = str(ftype.results[0])
             operands = ", ".join(zeros + [f"%a{i}" for i in range(len(ftype.inputs))])
             split = _split_buffers(spec)
-            if _dynamic_m(spec):
+            if isinstance(spec, AttentionSpec) and spec.dynamic_batch:
+                body = _attention_body(spec, built, exe, ftype)
+            elif _dynamic_m(spec):
                 if split or built.scratch:
                     raise CompileError(f"braze bug: @{sym}'s kernel with M known per call has split K or TMA scratch")
                 body = _dynamic_body(spec, built, exe, ftype)
@@ -154,7 +191,7 @@ def embed_kernels(module, arch: str) -> list[dict]:
             if built.scratch:
                 programs = built.grid[0] * built.grid[1] * built.grid[2]
                 extra.append(f"tensor<{programs * built.scratch}xi8>")
-            if _dynamic_m(spec):
+            if _dynamic_m(spec) or (isinstance(spec, AttentionSpec) and spec.dynamic_batch):
                 pass
             elif split:
                 counters = split[0]

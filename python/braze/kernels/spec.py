@@ -44,8 +44,9 @@ class _Spec:
 
     def to_json(self) -> str:
         d = asdict(self)
-        if not d.get("dynamic_m", True):
-            del d["dynamic_m"]  # as specs were written before it: their kernel names and tuning signatures stay
+        for flag in ("dynamic_m", "dynamic_batch"):
+            if not d.get(flag, True):
+                del d[flag]  # as specs were written before it: their kernel names and tuning signatures stay
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self) -> str:
@@ -279,6 +280,9 @@ class AttentionSpec(_Spec):
     where it is (the heads split off a projection's result, without the transpose's copy)."""
     precision: str = ""
     """float32: 'tf32x3' (float32-accurate) or 'tf32'; '' for 16-bit."""
+    dynamic_batch: bool = False
+    """The number of heads (batch) is known per call only (a dynamic build's batch): the grid's
+    second dimension follows it; `batch` is then the count the tile was chosen for."""
     tile: tuple[int, ...] = field(default=(), compare=False)
     """(BM, BN, warps, stages); () until chosen."""
     kind: str = "attention"

@@ -37,7 +37,8 @@ with open(path, "w") as f:
     f.write(tpl.source(spec))
 fn = build.load_function(path, tpl.kernel_name(spec))
 if isinstance(spec, AttentionSpec):
-    shape = (spec.batch, spec.l, spec.ev)
+    heads = args[0].numel() // (spec.l * spec.e) if spec.dynamic_batch else spec.batch  # per call: q's
+    shape = (heads, spec.l, spec.ev)
 else:
     m = args[0].shape[0] if spec.dynamic_m else spec.m  # M per call: the rows of A
     shape = (spec.batch, m, spec.n) if spec.batch else (m, spec.n * spec.groups)
@@ -49,6 +50,8 @@ if split:  # the counters zeroed, the workspace not (IREE's fill and transient, 
 else:
     out_args = [out]
 grid = tpl.grid(spec)[:2]
+if isinstance(spec, AttentionSpec) and spec.dynamic_batch:  # as braze.kernels.embed's count region
+    grid = (grid[0], heads)
 if not isinstance(spec, AttentionSpec) and spec.dynamic_m:  # as braze.kernels.embed's count region
     out_args.append(m)
     grid = (-(-m // spec.tile[0]) * tpl.tiles_n(spec), 1)
