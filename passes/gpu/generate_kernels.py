@@ -941,19 +941,20 @@ def _outline(module: ir.Operation, f: ir.Operation, plan: _Plan, spec: GemmSpec,
         index = ir.IndexType.get()
         constant = lambda n: ir.Operation.create(  # noqa: E731
             "arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, n)}).results[0]
-        rows = None  # M, read off A, where a dynamic size needs it
+        total = None  # M x N (M read off A), where a dynamic size needs it
         for o in order:
             if op_id(o) not in wanted:
                 continue
             local = mapping
             for v in o.operands:
-                if v in mapping or not str(v.type) == "index" or _owner(v) is None \
+                if v in mapping or str(v.type) != "index" or _owner(v) is None \
                         or _owner(v).name == "arith.constant" or op_id(_owner(v)) in wanted:
                     continue
-                if rows is None:
+                if total is None:
                     rows = ir.Operation.create("tensor.dim", results=[index],
                                                operands=[block.arguments[0], constant(0)]).results[0]
-                total = ir.Operation.create("arith.muli", results=[index], operands=[rows, constant(spec.n)]).results[0]
+                    total = ir.Operation.create("arith.muli", results=[index],
+                                                operands=[rows, constant(spec.n)]).results[0]
                 local = dict(local)  # this op's one dynamic size, from M
                 local[v] = ir.Operation.create("arith.divui", results=[index],
                                                operands=[total, constant(_fixed_sizes(o))]).results[0]

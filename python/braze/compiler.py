@@ -349,13 +349,16 @@ def _from_host(array, dtype: str):
     return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
 
 
+def _itemsize(spec) -> int:
+    return {"float64": 8, "int64": 8, "complex128": 16, "complex64": 8, "float32": 4, "int32": 4,
+            "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}[spec.dtype]
+
+
 def _nbytes(spec) -> int:
-    width = {"float64": 8, "int64": 8, "complex128": 16, "complex64": 8, "float32": 4, "int32": 4,
-             "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}[spec.dtype]
     n = 1
     for d in spec.shape:
         n *= d
-    return n * width
+    return n * _itemsize(spec)
 
 
 def _flag_list(flags) -> list[str]:
@@ -571,7 +574,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         if output_storage:
             # A dynamic build's sizes: an input's (shape, bytes an element), an output's None
             # (both become the plan's per-call arithmetic, braze.cuda.build).
-            plan_sizes = ([(list(s.shape), _nbytes(s.concrete([1] * len(s.shape)))) if s.dynamic else _nbytes(s)
+            plan_sizes = ([(list(s.shape), _itemsize(s)) if s.dynamic else _nbytes(s)
                            for s in lowered.signature.program_inputs],
                           [None if s.dynamic else _nbytes(s) for s in lowered.signature.outputs])
         else:

@@ -56,7 +56,7 @@ def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
     y_name = "%y"
     if isinstance(spec, AttentionSpec) and spec.dynamic_batch:  # the heads are the workload: the grid's y
         workload, y_name = ", %heads: index", "%heads"
-    if _dynamic_m(spec):  # M is the workload and the kernel's first constant; the grid follows it
+    if isinstance(spec, GemmSpec) and spec.dynamic_m:  # M is the workload and the kernel's first constant
         constants += 1
         workload = ", %m: index"
         grid_x = (f"%bm = arith.constant {spec.tile[0]} : index\n    %tn = arith.constant {gemm.tiles_n(spec)} : index\n"
@@ -70,10 +70,6 @@ hal.executable.source private @{exe} <{{objects = #hal.executable.objects<{{#hal
     hal.return %x, {y_name}, %z : index, index, index
   }} <{{workgroup_size = [{32 * built.warps} : index, 1 : index, 1 : index], workgroup_local_memory = {built.shared} : index}}>
 }}'''
-
-
-def _dynamic_m(spec) -> bool:
-    return isinstance(spec, GemmSpec) and spec.dynamic_m
 
 
 def _with_dims(lines: list, value: str, ty) -> str:
@@ -90,63 +86,52 @@ def _with_dims(lines: list, value: str, ty) -> str:
     return f"{ty}{{{', '.join(dims)}}}" if dims else str(ty)
 
 
-def _dynamic_body(spec, built, exe: str, ftype) -> str:
-    """The function body of a kernel whose M is known per call: M read off A, the grid's
-    workload and the kernel's first constant; the result's dynamic size from M (it has M x N
-    elements, however reshaped)."""
-    lines = ["  %c0 = arith.constant 0 : index", "  %m = tensor.dim %a0, %c0 : " + str(ftype.inputs[0]),
-             "  %m32 = arith.index_cast %m : index to i32"]
-    operand_types = [_with_dims(lines, f"%a{i}", t) for i, t in enumerate(ftype.inputs)]
-    result = iree_ir.ShapedType(ftype.results[0])
-    dynamic = [a for a in range(result.rank) if result.is_dynamic_dim(a)]
-    if len(dynamic) > 1:
-        raise CompileError(f"braze bug: a kernel result {ftype.results[0]} with more than one size known per call")
-    result_text = str(ftype.results[0])
-    if dynamic:
-        fixed = 1
-        for a in range(result.rank):
-            if a not in dynamic:
-                fixed *= result.get_dim_size(a)
-        lines += [f"  %rn = arith.constant {spec.n} : index", f"  %rf = arith.constant {fixed} : index",
-                  "  %rmn = arith.muli %m, %rn : index", "  %rd = arith.divui %rmn, %rf : index"]
-        result_text += "{%rd}"
-    operands = ", ".join(["%m32", "%zero", "%zero"] + [f"%a{i}" for i in range(len(ftype.inputs))])
-    types = ", ".join(["i32"] * 3 + operand_types)
-    lines.append(f"  %r = flow.dispatch @{exe}::@{built.name}[%m]({operands}) : ({types}) -> {result_text}")
-    lines.append(f"  return %r : {ftype.results[0]}")
-    return "\n".join(lines)
+def _fixed_elements(ty) -> int:
+    """The product of a tensor type's sizes past its first (its dynamic one, in a kernel whose
+    rows or heads are known per call)."""
+    shaped = iree_ir.ShapedType(ty)
+    if any(shaped.is_dynamic_dim(a) for a in range(1, shaped.rank)):
+        raise CompileError(f"braze bug: a kernel tensor {ty} with a size per call past its first")
+    n = 1
+    for a in range(1, shaped.rank):
+        n *= shaped.get_dim_size(a)
+    return n
 
 
-def _attention_body(spec: AttentionSpec, built, exe: str, ftype) -> str:
-    """The function body of an attention kernel whose number of heads is known per call: the
-    heads counted off q (its elements over L x E), the workload and the grid's y. Size
-    arguments after the tensors (the chain's own, for its linalg form) are not the kernel's."""
+def _per_call_body(spec, built, exe: str, ftype) -> str:
+    """The function body of a kernel whose rows (a GEMM's M) or heads (attention) are known per
+    call: the count read off the first operand, IREE's workload and the grid's x or y (a GEMM
+    also takes M as its first constant); the result's dynamic size from the count (the result
+    holds count x N, or count x L x EV, elements however it is viewed). Size arguments after
+    the tensors (the chain's own, for its linalg form) are not the kernel's."""
     tensors = [t for t in ftype.inputs if str(t) != "index"]
-    lines = ["  %c0 = arith.constant 0 : index", f"  %q0 = tensor.dim %a0, %c0 : {tensors[0]}"]
-    q = iree_ir.ShapedType(tensors[0])
-    fixed = 1
-    for a in range(1, q.rank):
-        fixed *= q.get_dim_size(a)
-    if any(q.is_dynamic_dim(a) for a in range(1, q.rank)):
-        raise CompileError(f"braze bug: an attention operand {tensors[0]} with a size per call past its first")
-    lines += [f"  %qf = arith.constant {fixed} : index", f"  %qle = arith.constant {spec.l * spec.e} : index",
-              "  %qn = arith.muli %q0, %qf : index", "  %heads = arith.divui %qn, %qle : index"]
+    lines = ["  %c0 = arith.constant 0 : index", f"  %d0 = tensor.dim %a0, %c0 : {tensors[0]}"]
+    if isinstance(spec, AttentionSpec):  # heads: q's elements over L x E
+        lines += [f"  %qf = arith.constant {_fixed_elements(tensors[0])} : index",
+                  f"  %qle = arith.constant {spec.l * spec.e} : index",
+                  "  %qn = arith.muli %d0, %qf : index", "  %count = arith.divui %qn, %qle : index"]
+        count, per_count, constants = "%count", spec.l * spec.ev, ["%zero", "%zero"]
+    else:  # M: A's rows
+        lines.append("  %m32 = arith.index_cast %d0 : index to i32")
+        count, per_count, constants = "%d0", spec.n, ["%m32", "%zero", "%zero"]
     operand_types = [_with_dims(lines, f"%a{i}", t) for i, t in enumerate(tensors)]
     result = ftype.results[0]
-    r = iree_ir.ShapedType(result)
     result_text = str(result)
-    if r.is_dynamic_dim(0):  # the result holds heads x L x EV elements, however viewed
-        rfixed = 1
-        for a in range(1, r.rank):
-            rfixed *= r.get_dim_size(a)
-        lines += [f"  %rle = arith.constant {spec.l * spec.ev} : index", f"  %rf = arith.constant {rfixed} : index",
-                  "  %rn = arith.muli %heads, %rle : index", "  %rd = arith.divui %rn, %rf : index"]
+    if iree_ir.ShapedType(result).is_dynamic_dim(0):
+        lines += [f"  %rper = arith.constant {per_count} : index",
+                  f"  %rf = arith.constant {_fixed_elements(result)} : index",
+                  f"  %rn = arith.muli {count}, %rper : index", "  %rd = arith.divui %rn, %rf : index"]
         result_text += "{%rd}"
-    operands = ", ".join(["%zero", "%zero"] + [f"%a{i}" for i in range(len(tensors))])
-    types = ", ".join(["i32", "i32"] + operand_types)
-    lines.append(f"  %r = flow.dispatch @{exe}::@{built.name}[%heads]({operands}) : ({types}) -> {result_text}")
+    operands = ", ".join(constants + [f"%a{i}" for i in range(len(tensors))])
+    types = ", ".join(["i32"] * len(constants) + operand_types)
+    lines.append(f"  %r = flow.dispatch @{exe}::@{built.name}[{count}]({operands}) : ({types}) -> {result_text}")
     lines.append(f"  return %r : {result}")
     return "\n".join(lines)
+
+
+def _per_call(spec) -> bool:
+    """Whether the kernel's rows (GEMM) or heads (attention) are known per call only."""
+    return spec.dynamic_batch if isinstance(spec, AttentionSpec) else spec.dynamic_m
 
 
 def _split_buffers(spec) -> tuple[int, int] | None:
@@ -178,21 +163,16 @@ def embed_kernels(module, arch: str) -> list[dict]:
             result = str(ftype.results[0])
             operands = ", ".join(zeros + [f"%a{i}" for i in range(len(ftype.inputs))])
             split = _split_buffers(spec)
-            if isinstance(spec, AttentionSpec) and spec.dynamic_batch:
-                body = _attention_body(spec, built, exe, ftype)
-            elif _dynamic_m(spec):
-                if split or built.scratch:
-                    raise CompileError(f"braze bug: @{sym}'s kernel with M known per call has split K or TMA scratch")
-                body = _dynamic_body(spec, built, exe, ftype)
-                split = None
+            if _per_call(spec) and (split or built.scratch):
+                raise CompileError(f"braze bug: @{sym}'s kernel with M known per call has split K or TMA scratch")
             extra = []  # results after the kernel's own: the split-K workspace, the TMA descriptors' scratch
             if split:
                 extra.append(f"tensor<{split[1]}xf32>")
             if built.scratch:
                 programs = built.grid[0] * built.grid[1] * built.grid[2]
                 extra.append(f"tensor<{programs * built.scratch}xi8>")
-            if _dynamic_m(spec) or (isinstance(spec, AttentionSpec) and spec.dynamic_batch):
-                pass
+            if _per_call(spec):
+                body = _per_call_body(spec, built, exe, ftype)
             elif split:
                 counters = split[0]
                 results = ", ".join(["%cnt", result] + extra)
