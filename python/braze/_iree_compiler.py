@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import CompileError, DependencyError
 from .nativeio import captured_stderr
@@ -48,6 +48,8 @@ class CompiledVmfb:
     """What compile_module's `at_hal` callback returned (the CUDA launch plan)."""
     dispatch_fusion: str = ""
     """How IREE formed dispatches where braze chose (backend.AGGRESSIVE_FUSION)."""
+    workarounds: list = field(default_factory=list)
+    """Dispatches braze configured differently from IREE to avoid an IREE bug (braze.vulkan)."""
 
 
 _PROBED: dict[tuple, str | None] = {}
@@ -103,14 +105,17 @@ def _phases(inv) -> tuple:
 
 
 def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: str = "the module",
-                   at_hal=None) -> CompiledVmfb:
+                   at_hal=None, at_configurations=None) -> CompiledVmfb:
     """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
 
     `module_hook(ir.Module)` may edit the parsed module in IREE's context before
     compilation (used to attach explicit device targets). `at_hal(module_op)`, when given, is
     called with the program at IREE's `hal` phase (host code as HAL commands, executables
     serialized), in the same invocation, which then goes on to VM bytecode; what it returns is
-    CompiledVmfb.at_hal.
+    CompiledVmfb.at_hal. `at_configurations(module_op)`, likewise, at IREE's
+    `executable-configurations` phase (each dispatch's code-generation pipeline and tiles chosen,
+    not yet generated), may change those choices; the list of lines it returns is
+    CompiledVmfb.workarounds.
     """
     with tempfile.TemporaryDirectory(prefix="braze-iree-") as tmp:
         stats_path = os.path.join(tmp, "stats.json")
@@ -137,21 +142,26 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
             handle = ctx.attach_diagnostic_handler(
                 lambda d: diagnostics.append(f"{d.location}: {d.message}") or True
             )
-            found = None
+            found = {}
             try:
                 # IREE's passes and LLVM's linker print to fd 2: kept for the error, else dropped.
                 with captured_stderr() as native:
-                    if at_hal is None:
+                    stops = [(phase, fn) for phase, fn in (("executable-configurations", at_configurations),
+                                                           ("hal", at_hal)) if fn is not None]
+                    if not stops:
                         ok = inv.execute()
                     else:
                         to_phase, from_phase = _phases(inv)
-                        to_phase("hal")
-                        ok = inv.execute()
+                        for phase, fn in stops:
+                            to_phase(phase)
+                            ok = inv.execute()
+                            if not ok:
+                                break
+                            stopped = inv.export_module()
+                            found[phase] = fn(stopped)
+                            inv.import_module(stopped)
+                            from_phase(phase)
                         if ok:
-                            hal_module = inv.export_module()
-                            found = at_hal(hal_module)
-                            inv.import_module(hal_module)
-                            from_phase("hal")
                             to_phase("end")
                             ok = inv.execute()
             finally:
@@ -168,4 +178,5 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
             agg = stats.get("stream-aggregate", {})
             dispatches = agg.get("execution", {}).get("dispatch-count")
             executables = agg.get("executable", {}).get("executable-count")
-        return CompiledVmfb(vmfb, dispatches, executables, found)
+        return CompiledVmfb(vmfb, dispatches, executables, found.get("hal"),
+                            workarounds=found.get("executable-configurations") or [])

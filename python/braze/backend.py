@@ -310,6 +310,9 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
 
         inputs, outputs = launch_plan
         at_hal = lambda module_op: plan_or_reason(module_op, inputs, outputs)  # noqa: E731
+    at_configurations = None
+    if target.device == "vulkan":
+        from .vulkan import avoid_promoted_permuting_copies as at_configurations
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:
@@ -318,9 +321,11 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
                               f"architecture ({first}); use 'host', 'generic' or an LLVM CPU name such as "
                               "'znver3', 'skylake-avx512' or 'x86-64-v3'")
     if AGGRESSIVE_FUSION not in flags or any("aggressive-fusion" in f for f in extra_flags or []):
-        return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
+        return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal,
+                              at_configurations=at_configurations)
     try:
-        compiled = compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal)
+        compiled = compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal,
+                                  at_configurations=at_configurations)
         compiled.dispatch_fusion = "aggressive (reductions with their consumers)"
         return compiled
     except KernelResourceError:
@@ -332,7 +337,7 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
         # dispatches then, which compile wherever the raw toolchain does.
         why = str(e).splitlines()[0]
     compiled = compile_module(source, [f for f in flags if f != AGGRESSIVE_FUSION], module_hook=hook, what=what,
-                              at_hal=at_hal)
+                              at_hal=at_hal, at_configurations=at_configurations)
     compiled.dispatch_fusion = f"default (aggressive fusion failed to compile: {why[:200]})"
     return compiled
 

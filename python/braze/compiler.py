@@ -609,6 +609,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.dispatch_fusion = compiled.dispatch_fusion
+    report.iree_workarounds = list(compiled.workarounds)
     report.executable_count = compiled.executable_count
     module = CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
                             source=f"the compiled {type(model).__name__}",

@@ -38,6 +38,9 @@ class Report:
     dispatch_fusion: str = ""
     """CUDA: how IREE formed dispatches: 'aggressive' (reductions with their consumers,
     backend.AGGRESSIVE_FUSION) or 'default' with why (aggressive fusion failed to compile)."""
+    iree_workarounds: list[str] = field(default_factory=list)
+    """Dispatches braze configured differently from IREE to avoid a known IREE bug, with why
+    (braze.vulkan: a SPIR-V contraction feeding a permuting copy)."""
     cpu_codegen: str = ""
     """CPU: how IREE compiles the contractions: 'data tiling (...): why' (packed operands, mmt4d
     microkernels; fusion-cpu-codegen) or IREE's default, with why."""
@@ -79,6 +82,9 @@ class Report:
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
         if self.dispatch_fusion:
             rows.append(("IREE dispatch fusion", self.dispatch_fusion))
+        if self.iree_workarounds:
+            rows.append(("IREE workarounds", f"{len(self.iree_workarounds)} dispatches: "
+                         + "; ".join(self.iree_workarounds)))
         if self.launch_plan:
             rows.append(("CUDA launch plan", self.launch_plan))
         if self.cpu_codegen:

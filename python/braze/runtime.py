@@ -424,8 +424,30 @@ class Program:
             return _read(bv, spec)
         # Whatever numpy dtype the runtime gives the transfer (signless ints, no bfloat16), its
         # bytes are the result's: reinterpret them with the result's dtype and shape.
+        if self.target.driver == "vulkan":
+            return _staged_read(self.device, bv, spec)
         array = rt.DeviceArray(self.device, bv, implicit_host_transfer=True).to_host()
         return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=dtype).reshape(spec.shape).copy()
+
+
+def _staged_read(device, bv, spec: TensorSpec) -> np.ndarray:
+    """A device buffer's bytes as a new array, through a host-visible staging buffer.
+
+    iree.runtime's own transfer (DeviceArray.to_host) imports a fresh numpy array as the copy's
+    target where the Vulkan driver says it can import host memory, and fails where the array is
+    not aligned as the driver asks (Mesa's lavapipe: "host allocation import pointer does not
+    satisfy Vulkan minImportedHostPointerAlignment 4096"); a staging buffer has no such limit."""
+    nbytes = bv.byte_length
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=nbytes)
+    sem = device.create_semaphore(0)
+    device.queue_copy(bv.get_buffer(), staging, wait_semaphores=rt.HalFence.create_at(sem, 0),
+                      signal_semaphores=rt.HalFence.create_at(sem, 1))
+    rt.HalFence.create_at(sem, 1).wait()
+    raw = staging.map().asarray([nbytes], np.dtype(np.uint8))
+    return raw.view(np.dtype(_NUMPY[spec.dtype])).reshape(spec.shape).copy()
 
 
 _TORCH_DTYPES: dict = {}

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import warnings
@@ -25,8 +26,10 @@ CUDA_ARCHS_KNOWN_TO_IREE = ("sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_87"
 EXPLICIT_CUDA_ARCHS = ("sm_90",)
 """Capabilities braze compiles for with an explicit #hal.executable.target attribute."""
 
-VULKAN_TARGETS = ("ampere", "ada", "turing", "rdna3", "valhall")
-"""Targets IREE 3.13's `--iree-vulkan-target` accepts that braze offers (it has no "hopper")."""
+VULKAN_TARGETS = ("ampere", "ada", "turing", "rdna3", "valhall", "llvmpipe", "vp_android_baseline_2022")
+"""Targets IREE 3.13's `--iree-vulkan-target` accepts that braze offers (it has no "hopper"):
+GPU families, Mesa's CPU driver (llvmpipe, 8 lanes a subgroup) and the Android baseline profile
+of 2022, which assumes no subgroup operations (the target for a device braze does not know)."""
 
 CUDA_SM_COUNT = {"sm_90": 132, "sm_80": 108, "sm_86": 84, "sm_89": 128}
 """Streaming multiprocessors of the reference GPU of each capability (H100/H200, A100, RTX 3090,
@@ -179,7 +182,10 @@ def detect_cuda_arch() -> str:
 
 
 def detect_vulkan_target() -> str:
-    """A Vulkan compile target for the physical device (NVIDIA by capability, else generic)."""
+    """A Vulkan compile target for the physical device: NVIDIA by compute capability, others by
+    the name the Vulkan driver gives, and the conservative baseline profile for a device braze
+    does not know. A target must match the device: code for one with 32 lanes a subgroup
+    (ampere) computes reductions wrong on one with 8 (Mesa's llvmpipe), without an error."""
     try:
         arch = detect_cuda_arch()
     except DeviceError:
@@ -188,13 +194,38 @@ def detect_vulkan_target() -> str:
         number = int(arch[3:])
         # Hopper has no Vulkan target of its own in IREE 3.13; ampere's runs on the H200.
         return "ada" if number == 89 else "ampere" if number >= 80 else "turing"
-    if _can_open("vulkan"):
-        return "ampere"
+    names = vulkan_device_names()
+    if names:
+        return vulkan_target_for(names[0])
     raise DeviceError(
         "device='vulkan' but no Vulkan device could be opened (is the Vulkan loader, libvulkan1, "
         f"and a GPU driver installed?); available devices: {', '.join(available_devices())}. "
         "To compile for a GPU elsewhere, pass target='ampere' (or another Vulkan target)."
     )
+
+
+def vulkan_device_names() -> list[str]:
+    """The names iree.runtime's Vulkan driver gives its devices ([] when there is none)."""
+    try:
+        import iree.runtime as rt
+
+        return [str(d.get("name", "")) for d in rt.get_driver("vulkan").query_available_devices()]
+    except Exception:
+        return []
+
+
+def vulkan_target_for(name: str) -> str:
+    """The Vulkan target for a device by its driver's name."""
+    low = name.lower()
+    if "llvmpipe" in low:
+        return "llvmpipe"
+    if "nvidia" in low or "geforce" in low or "quadro" in low:
+        return "ada" if re.search(r"rtx [45]0\d\d|l40|l4\b", low) else "ampere"
+    if re.search(r"radeon rx 7\d\d\d|gfx11", low):
+        return "rdna3"
+    if re.search(r"mali-g(57|77)\b", low):
+        return "valhall"
+    return "vp_android_baseline_2022"
 
 
 def check_runnable(target: Target) -> None:

@@ -1,0 +1,130 @@
+"""Vulkan (SPIR-V) fixes braze applies to IREE's executables after IREE configured them.
+
+IREE 3.13's SPIR-V `MatmulPromoteVectorize` pipeline (the one its NVIDIA configuration picks for
+matmuls and batch matmuls) computes a contraction whose result feeds a fused pure copy with
+permuted dimensions wrong: only the first thread of each workgroup writes its part of the tile
+(bench/NOTES.md §30; reproducer bench/repro/vulkan_promoted_copy.mlir). The accumulator lives in
+workgroup memory because the consumer cannot write it in place; each thread's copy of its part
+to the output keeps the `copy_to_workgroup_memory` marker and is distributed over the workgroup a
+second time, so every thread but (0, 0) skips it. torch's multi-head attention hits it: its
+output [batch * heads, tokens, dim] is permuted to [tokens, batch * heads, dim] in the same
+dispatch as softmax(QK^T) V, which left TransformerEncoderLayer(256, 4) with a relative error of
+0.19 on Vulkan.
+
+braze moves each such dispatch to SPIR-V's `BaseVectorize` pipeline (no workgroup-memory
+staging), keeping IREE's own workgroup tile and workgroup size: each thread computes the same
+part of the tile it computed before, from registers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._iree_compiler import iree_ir
+from .errors import CompileError
+from .irutil import all_ops
+
+PROMOTED = "MatmulPromoteVectorize"
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _maps(op) -> list:
+    return [iree_ir.AffineMapAttr(a).value for a in iree_ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _dims(amap) -> list[int | None]:
+    """The loop dimension of each result of an affine map (None for a result that is not one)."""
+    return [e.position if isinstance(e, iree_ir.AffineDimExpr) else None
+            for e in amap.results]
+
+
+def _is_permuting_copy(op, value) -> bool:
+    """A linalg.generic whose only input is `value`, whose body yields that input unchanged, and
+    which reads it through a permutation that is not the output's order."""
+    if op.name != "linalg.generic" or len(op.operands) != 2 or op.operands[0] != value:
+        return False
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    if len(body) != 1 or body[0].name != "linalg.yield" or len(body[0].operands) != 1 \
+            or body[0].operands[0] != block.arguments[0]:
+        return False
+    read, write = (_dims(m) for m in _maps(op))
+    return None not in read and sorted(read) == sorted(write) and read != write
+
+
+def _permuting_copy_user(value) -> bool:
+    for use in value.uses:
+        owner = use.owner
+        if owner.name in RESHAPES and _permuting_copy_user(owner.results[0]):
+            return True
+        if _is_permuting_copy(owner, value):
+            return True
+    return False
+
+
+def _ints(text: str) -> list[list[int]]:
+    return [[int(x) for x in row.split(",") if x.strip()] for row in re.findall(r"\[([-\d, ]*)\]", text)]
+
+
+def _base_vectorize(root, translation: str) -> tuple[str, str]:
+    """(lowering_config, translation_info) of BaseVectorize for a contraction IREE configured
+    for MatmulPromoteVectorize: IREE's workgroup tile and workgroup size, each thread the
+    part of the tile it had (n along x, m along y), 4-deep K steps where K's tile allows."""
+    config = str(root.attributes["lowering_config"])
+    tiles = re.search(r"tile_sizes = (\[\[.*?\]\])", config)
+    size = re.search(r"workgroup_size = (\[[\d, ]+\])", translation)
+    iterators = [str(a) for a in iree_ir.ArrayAttr(root.attributes["iterator_types"])]
+    if not tiles or not size:
+        raise ValueError(f"unexpected IREE configuration {config} / {translation}")
+    tile, (x, y, _z) = _ints(tiles.group(1))[0], _ints(size.group(1))[0]
+    parallel = [i for i, it in enumerate(iterators) if "parallel" in it]
+    reduction = [i for i, it in enumerate(iterators) if "reduction" in it]
+    if len(tile) != len(iterators) or len(parallel) < 2 or not reduction:
+        raise ValueError(f"unexpected tile {tile} for loops {iterators}")
+    n, m = parallel[-1], parallel[-2]
+    if tile[n] % x or tile[m] % y:
+        raise ValueError(f"tile {tile} does not divide among workgroup size {x}x{y}")
+    last = parallel[-1] + 1
+    workgroup = [t if i in parallel else 0 for i, t in enumerate(tile)][:last]
+    thread = [1 if i in parallel else 0 for i in range(last)]
+    thread[m], thread[n] = tile[m] // y, tile[n] // x
+    steps = [0] * len(tile)
+    for i in reduction:
+        steps[i] = 4 if tile[i] % 4 == 0 else 1
+    show = lambda v: "[" + ", ".join(map(str, v)) + "]"  # noqa: E731
+    return (f"#iree_codegen.lowering_config<tile_sizes = [{show(workgroup)}, {show(thread)}, {show(steps)}]>",
+            f"#iree_codegen.translation_info<pipeline = #iree_gpu.spirv_pipeline<BaseVectorize> "
+            f"workgroup_size = [{x}, {y}, 1]>")
+
+
+def avoid_promoted_permuting_copies(module_op) -> list[str]:
+    """At IREE's executable-configurations phase: each Vulkan dispatch configured for
+    MatmulPromoteVectorize whose contraction result feeds a permuting copy goes to BaseVectorize
+    instead. Returns one line per dispatch changed."""
+    changed = []
+    for variant in all_ops(module_op, "hal.executable.variant"):
+        if "vulkan" not in str(variant.attributes["target"]):
+            continue
+        for func in all_ops(variant, "func.func"):
+            if "translation_info" not in func.attributes:
+                continue
+            translation = str(func.attributes["translation_info"])
+            if PROMOTED not in translation:
+                continue
+            roots = [op for op in all_ops(func) if "lowering_config" in op.attributes and op.name.startswith("linalg.")]
+            for root in roots:
+                if not _permuting_copy_user(root.results[0]):
+                    continue
+                name = iree_ir.StringAttr(func.attributes["sym_name"]).value
+                try:
+                    config, info = _base_vectorize(root, translation)
+                except ValueError as e:
+                    raise CompileError(
+                        f"braze could not move dispatch {name} off SPIR-V's MatmulPromoteVectorize pipeline ({e}); "
+                        "IREE 3.13 computes that dispatch wrong on Vulkan (a contraction feeding a permuting copy, "
+                        "bench/repro/vulkan_promoted_copy.mlir). This is braze's limitation, not your model's: "
+                        "compile for device='cuda' or 'cpu', and report it with the model") from None
+                root.attributes["lowering_config"] = iree_ir.Attribute.parse(config)
+                func.attributes["translation_info"] = iree_ir.Attribute.parse(info)
+                changed.append(f"{name}: BaseVectorize (its result feeds a permuting copy)")
+    return changed

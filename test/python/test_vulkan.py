@@ -1,0 +1,120 @@
+"""Vulkan: the target braze picks for a device, and braze's fix for IREE 3.13's SPIR-V
+MatmulPromoteVectorize bug (braze/vulkan.py). The compile-only tests run anywhere; the tests
+marked vulkan need a Vulkan device (a GPU, or Mesa's CPU driver: apt-get install mesa-vulkan-drivers)."""
+
+import re
+
+import pytest
+import torch
+
+import braze
+from braze import targets
+from braze._iree_compiler import compile_module
+from braze.irutil import all_ops
+from braze.vulkan import avoid_promoted_permuting_copies
+
+PROMOTED_COPY = """
+func.func @main(%p: tensor<8x16x16xf32>, %v: tensor<8x16x64xf32>, %w: tensor<8x16x64xf32>)
+    -> (tensor<16x8x64xf32>, tensor<8x16x64xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<8x16x64xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<8x16x64xf32>) -> tensor<8x16x64xf32>
+  %m = linalg.batch_matmul ins(%p, %v : tensor<8x16x16xf32>, tensor<8x16x64xf32>) outs(%f : tensor<8x16x64xf32>) -> tensor<8x16x64xf32>
+  %o = tensor.empty() : tensor<16x8x64xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]} ins(%m : tensor<8x16x64xf32>) outs(%o : tensor<16x8x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x8x64xf32>
+  %m2 = linalg.batch_matmul ins(%p, %w : tensor<8x16x16xf32>, tensor<8x16x64xf32>) outs(%f : tensor<8x16x64xf32>) -> tensor<8x16x64xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]} ins(%m2 : tensor<8x16x64xf32>) outs(%e : tensor<8x16x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16x64xf32>
+  return %t, %g : tensor<16x8x64xf32>, tensor<8x16x64xf32>
+}
+"""
+
+
+def _configured(source: str, target: str) -> tuple[list[str], dict[str, str]]:
+    """(what braze changed, each dispatch's pipeline) for a module compiled for a Vulkan target."""
+    pipelines = {}
+
+    def hook(module_op):
+        changed = avoid_promoted_permuting_copies(module_op)
+        for func in all_ops(module_op, "func.func"):
+            if "translation_info" in func.attributes:
+                name = str(func.attributes["sym_name"]).strip('"')
+                pipelines[name] = re.search(r"spirv_pipeline<(\w+)>", str(func.attributes["translation_info"])).group(1)
+        return changed
+
+    compiled = compile_module(source.encode(), ["--iree-hal-target-device=vulkan", f"--iree-vulkan-target={target}"],
+                              at_configurations=hook)
+    return compiled.workarounds, pipelines
+
+
+def test_only_the_permuting_copy_dispatch_leaves_the_promoted_pipeline():
+    changed, pipelines = _configured(PROMOTED_COPY, "ampere")
+    assert len(changed) == 1 and "BaseVectorize" in changed[0], changed
+    moved = changed[0].split(":")[0]
+    assert pipelines[moved] == "BaseVectorize"
+    # the other batch matmul (its consumer computes, in place) keeps IREE's promoted pipeline
+    others = {name: p for name, p in pipelines.items() if name != moved and "matmul" in name}
+    assert others and set(others.values()) == {"MatmulPromoteVectorize"}, pipelines
+
+
+def test_targets_without_the_promoted_pipeline_are_left_alone():
+    changed, pipelines = _configured(PROMOTED_COPY, "llvmpipe")
+    assert changed == [] and "MatmulPromoteVectorize" not in pipelines.values()
+
+
+def test_the_report_lists_the_workaround():
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(256, 4, batch_first=True).eval()
+
+    class SelfAttention(torch.nn.Module):
+        def forward(self, x):
+            return attention(x, x, x, need_weights=False)[0]
+
+    compiled = braze.compile(SelfAttention(), torch.randn(2, 16, 256), device="vulkan", target="ampere",
+                             cache=False)
+    assert len(compiled.report.iree_workarounds) == 1, compiled.report.iree_workarounds
+    assert "batch_matmul" in compiled.report.iree_workarounds[0]
+    assert "IREE workarounds" in compiled.report.table()
+
+
+@pytest.mark.parametrize("name,target", [
+    ("llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe Mesa 22.3.6 (LLVM 15.0.6))", "llvmpipe"),
+    ("NVIDIA H200", "ampere"), ("NVIDIA GeForce RTX 4090", "ada"), ("NVIDIA GeForce RTX 3080", "ampere"),
+    ("AMD Radeon RX 7900 XTX (RADV NAVI31)", "rdna3"), ("AMD Radeon RX 6800 (RADV NAVI21)", "vp_android_baseline_2022"),
+    ("Intel(R) UHD Graphics 620 (KBL GT2)", "vp_android_baseline_2022"), ("Mali-G77", "valhall"),
+])
+def test_vulkan_target_for_a_device_name(name, target):
+    assert targets.vulkan_target_for(name) == target
+    assert target in targets.VULKAN_TARGETS
+
+
+@pytest.mark.vulkan
+def test_attention_with_its_permuted_output_on_vulkan():
+    """torch's multi-head attention (softmax(QK^T) V permuted in one dispatch) matches float64
+    eager on the Vulkan device, compiled for the NVIDIA target the bug needs where the device
+    runs that target's code (an NVIDIA GPU; Mesa's llvmpipe for this model), else for its own."""
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(256, 4, batch_first=True).eval()
+
+    class SelfAttention(torch.nn.Module):
+        def forward(self, x):
+            return attention(x, x, x, need_weights=False)[0]
+
+    x = torch.randn(2, 16, 256)
+    names = " ".join(targets.vulkan_device_names()).lower()
+    target = "ampere" if "nvidia" in names or "llvmpipe" in names else None
+    compiled = braze.compile(SelfAttention(), x, device="vulkan", target=target, cache=False)
+    attention64 = torch.nn.MultiheadAttention(256, 4, batch_first=True).eval().double()
+    attention64.load_state_dict({k: v.double() for k, v in attention.state_dict().items()})
+    with torch.no_grad():
+        ref = attention64(x.double(), x.double(), x.double(), need_weights=False)[0]
+    got = compiled(x).double()
+    assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
