@@ -281,6 +281,10 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda":
         hooks.insert(0, _embed_kernels(target.arch))
+    if target.device == "vulkan":
+        from .vulkan import widen_bf16_contractions
+
+        hooks.append(widen_bf16_contractions)
     if target.device in ("cpu", "vulkan"):
         hooks.append(_hoist_small_bf16_constants)
     if target.device == "cuda" and target.arch in EXPLICIT_CUDA_TARGETS:

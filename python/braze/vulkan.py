@@ -1,4 +1,6 @@
-"""Vulkan (SPIR-V) fixes braze applies to IREE's executables after IREE configured them.
+"""Vulkan (SPIR-V): fixes for IREE 3.13 bugs, on braze's module before IREE
+(widen_bf16_contractions) and on IREE's executables after IREE configured them
+(avoid_promoted_permuting_copies).
 
 IREE 3.13's SPIR-V `MatmulPromoteVectorize` pipeline (the one its NVIDIA configuration picks for
 matmuls and batch matmuls) computes a contraction whose result feeds a fused pure copy with
@@ -76,7 +78,7 @@ def _base_vectorize(root, translation: str) -> tuple[str, str]:
     iterators = [str(a) for a in iree_ir.ArrayAttr(root.attributes["iterator_types"])]
     if not tiles or not size:
         raise ValueError(f"unexpected IREE configuration {config} / {translation}")
-    tile, (x, y, _z) = _ints(tiles.group(1))[0], _ints(size.group(1))[0]
+    tile, (x, y) = _ints(tiles.group(1))[0], _ints(size.group(1))[0][:2]
     parallel = [i for i, it in enumerate(iterators) if "parallel" in it]
     reduction = [i for i, it in enumerate(iterators) if "reduction" in it]
     if len(tile) != len(iterators) or len(parallel) < 2 or not reduction:
@@ -127,4 +129,50 @@ def avoid_promoted_permuting_copies(module_op) -> list[str]:
                 root.attributes["lowering_config"] = iree_ir.Attribute.parse(config)
                 func.attributes["translation_info"] = iree_ir.Attribute.parse(info)
                 changed.append(f"{name}: BaseVectorize (its result feeds a permuting copy)")
+    return changed
+
+
+CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf", "linalg.conv_2d_ngchw_gfchw",
+                "linalg.depthwise_conv_2d_nchw_chw", "linalg.depthwise_conv_2d_nhwc_hwc", "linalg.matmul",
+                "linalg.batch_matmul", "linalg.conv_1d_ncw_fcw", "linalg.conv_3d_ncdhw_fcdhw")
+
+
+def widen_bf16_contractions(module, barrier: bool = True) -> int:
+    """Before IREE: each convolution or matmul with bfloat16 operands and a float32 accumulator
+    reads its operands widened to float32 (arith.extf), so SPIR-V code generation sees a float32
+    contraction. IREE 3.13 cannot compile a bf16 convolution for Vulkan ("no GPU subgroup mma
+    compute ops generated" for the NVIDIA targets, "failed to legalize 'vector.bitcast'" for
+    llvmpipe). The products and sums are the same float32 arithmetic (a bf16 value widens
+    exactly); the widened operands are written once (behind util.optimization_barrier, so the
+    widening stays out of the contraction's dispatch). Returns how many contractions changed."""
+    changed = 0
+    with module.context, iree_ir.Location.unknown():
+        f32 = iree_ir.F32Type.get()
+        bf16 = iree_ir.BF16Type.get()
+        for op in all_ops(module.operation, CONTRACTIONS):
+            ins = [o for o in op.operands][:-1]
+            out = iree_ir.RankedTensorType(op.operands[len(op.operands) - 1].type)
+            tys = [iree_ir.RankedTensorType(v.type) for v in ins]
+            if out.element_type != f32 or not any(t.element_type == bf16 for t in tys):
+                continue
+            for i, (v, ty) in enumerate(zip(ins, tys)):
+                if ty.element_type != bf16:
+                    continue
+                wide = iree_ir.RankedTensorType.get(ty.shape, f32)
+                ip = iree_ir.InsertionPoint(op)
+                ext = iree_ir.Operation.create("arith.extf", results=[wide], operands=[v], loc=op.location, ip=ip)
+                value = ext.results[0]
+                if barrier:
+                    value = iree_ir.Operation.create("util.optimization_barrier", results=[wide], operands=[value],
+                                                     loc=op.location, ip=ip).results[0]
+                op.operands[i] = value
+                # the named op's body widened this operand itself: its block argument is f32 now
+                arg = op.regions[0].blocks[0].arguments[i]
+                arg.set_type(f32)
+                for use in list(arg.uses):
+                    user = use.owner
+                    if user.name == "arith.extf":
+                        user.results[0].replace_all_uses_with(arg)
+                        user.erase()
+            changed += 1
     return changed

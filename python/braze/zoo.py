@@ -351,15 +351,11 @@ CASES = [
     Case("masked_fill_bool", _seeded(lambda: (MaskedFill(), (torch.randn(6, 10), torch.rand(6, 10) > 0.5), {})), 0.0, "bool mask input and output"),
     Case("mobilenet", lambda: (*mobilenet(), {}), 1e-4, "MobileNetV2-style: depthwise convolutions, ReLU6, BatchNorm"),
     Case("mobilenet_bf16", lambda: (*mobilenet_bf16(), {}), 3e-2, "the same in bfloat16",
-         known={"vulkan": ("compile", "IREE 3.13's SPIR-V codegen cannot compile a bf16 convolution ('no GPU "
-                                      "subgroup mma compute ops generated'), without braze's passes too"),
-                "cuda/unfused": ("numerics", "IREE 3.13's CUDA code for a 16-bit 1x1 convolution is wrong "
+         known={"cuda/unfused": ("numerics", "IREE 3.13's CUDA code for a 16-bit 1x1 convolution is wrong "
                                              "(bench/repro/bf16_ops.py); braze's conv-to-matmul avoids it")}),
     Case("transformer_encoder_256", _seeded(lambda: (nn.TransformerEncoderLayer(256, 4, batch_first=True),
                                                      (torch.randn(2, 16, 256),), {})),
-         1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward",
-         known={"vulkan": ("numerics", "wrong on Vulkan (relative error 0.19, without braze's passes too; "
-                                       "bench/repro/vulkan_mha.py, issue 19)")}),
+         1e-4, "torch.nn.TransformerEncoderLayer(256, 4) with its default 2048-wide feed-forward"),
 ]
 
 BY_NAME = {c.name: c for c in CASES}

@@ -118,3 +118,47 @@ def test_attention_with_its_permuted_output_on_vulkan():
         ref = attention64(x.double(), x.double(), x.double(), need_weights=False)[0]
     got = compiled(x).double()
     assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
+
+
+class _ConvLinearBF16(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = self.dw(torch.relu(self.conv(x)))
+        return self.fc(y.mean((2, 3)))
+
+
+def test_bf16_convolutions_compile_for_vulkan():
+    """IREE 3.13 alone fails on a bf16 convolution for Vulkan ('no GPU subgroup mma compute ops
+    generated'); braze widens its operands to float32 first."""
+    torch.manual_seed(0)
+    model = _ConvLinearBF16().eval().bfloat16()
+    compiled = braze.compile(model, torch.randn(2, 8, 12, 12).bfloat16(), device="vulkan", target="ampere",
+                             cache=False)
+    assert compiled.report.dispatch_count >= 3
+
+
+def test_widened_bf16_contractions_compute_the_same_values(monkeypatch):
+    """The widening is exact: the same model on the CPU with and without it gives the same
+    result (both accumulate bf16 products in float32), close to float64 eager."""
+    from braze import backend
+    from braze.vulkan import widen_bf16_contractions
+
+    torch.manual_seed(0)
+    model = _ConvLinearBF16().eval().bfloat16()
+    x = torch.randn(2, 8, 12, 12).bfloat16()
+    plain = braze.compile(model, x, device="cpu", cache=False)(x)
+    counted = []
+    hoist = backend._hoist_small_bf16_constants
+    monkeypatch.setattr(backend, "_hoist_small_bf16_constants",
+                        lambda module: (counted.append(widen_bf16_contractions(module)), hoist(module)))
+    widened = braze.compile(model, x, device="cpu", cache=False)(x)
+    assert counted == [2]  # the two convolutions
+    with torch.no_grad():
+        ref = model.double()(x.double())
+    assert float((widened.double() - ref).abs().max() / ref.abs().max()) < 2e-2
+    assert torch.equal(widened, plain)
