@@ -137,14 +137,30 @@ CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf", "linalg.
                 "linalg.batch_matmul", "linalg.conv_1d_ncw_fcw", "linalg.conv_3d_ncdhw_fcdhw")
 
 
+def _widened_from_bf16(value, bf16) -> bool:
+    """Whether `value` is computed (through reshapes) by a linalg.generic that reads a bfloat16
+    tensor: an elementwise prologue IREE would fuse into the contraction's dispatch."""
+    op = value.owner
+    while op is not None and getattr(op, "name", None) in RESHAPES:
+        op = op.operands[0].owner
+    if op is None or getattr(op, "name", None) != "linalg.generic":
+        return False
+    inputs = list(op.operands)[:len(op.operands) - len(op.results)]
+    return any(isinstance(v.type, iree_ir.RankedTensorType) and iree_ir.RankedTensorType(v.type).element_type == bf16
+               for v in inputs)
+
+
 def widen_bf16_contractions(module, barrier: bool = True) -> int:
     """Before IREE: each convolution or matmul with bfloat16 operands and a float32 accumulator
-    reads its operands widened to float32 (arith.extf), so SPIR-V code generation sees a float32
-    contraction. IREE 3.13 cannot compile a bf16 convolution for Vulkan ("no GPU subgroup mma
-    compute ops generated" for the NVIDIA targets, "failed to legalize 'vector.bitcast'" for
-    llvmpipe). The products and sums are the same float32 arithmetic (a bf16 value widens
-    exactly); the widened operands are written once (behind util.optimization_barrier, so the
-    widening stays out of the contraction's dispatch). Returns how many contractions changed."""
+    reads its operands widened to float32 in a dispatch of their own, so SPIR-V code generation
+    sees a float32 contraction. IREE 3.13 cannot compile a bf16 contraction for Vulkan ("no GPU
+    subgroup mma compute ops generated" for the NVIDIA targets, "failed to legalize
+    'vector.bitcast'" for llvmpipe), also where torch-mlir already widened the operands (IREE
+    fuses the widening back into the matmul). The products and sums are the same float32
+    arithmetic (a bf16 value widens exactly); the widened operands are behind
+    util.optimization_barrier, which keeps the widening out of the contraction's dispatch (a
+    constant weight's widening is still computed once, at load). Returns how many contractions
+    changed."""
     changed = 0
     with module.context, iree_ir.Location.unknown():
         f32 = iree_ir.F32Type.get()
@@ -153,26 +169,31 @@ def widen_bf16_contractions(module, barrier: bool = True) -> int:
             ins = [o for o in op.operands][:-1]
             out = iree_ir.RankedTensorType(op.operands[len(op.operands) - 1].type)
             tys = [iree_ir.RankedTensorType(v.type) for v in ins]
-            if out.element_type != f32 or not any(t.element_type == bf16 for t in tys):
+            if out.element_type != f32:
                 continue
-            for i, (v, ty) in enumerate(zip(ins, tys)):
-                if ty.element_type != bf16:
-                    continue
-                wide = iree_ir.RankedTensorType.get(ty.shape, f32)
-                ip = iree_ir.InsertionPoint(op)
-                ext = iree_ir.Operation.create("arith.extf", results=[wide], operands=[v], loc=op.location, ip=ip)
-                value = ext.results[0]
+            direct = [i for i, t in enumerate(tys) if t.element_type == bf16]
+            widened = [i for i, v in enumerate(ins) if tys[i].element_type == f32 and _widened_from_bf16(v, bf16)]
+            if not direct and not widened:
+                continue
+            ip = iree_ir.InsertionPoint(op)
+            for i in direct + widened:
+                value = ins[i]
+                wide = iree_ir.RankedTensorType.get(tys[i].shape, f32)
+                if i in direct:
+                    value = iree_ir.Operation.create("arith.extf", results=[wide], operands=[value],
+                                                     loc=op.location, ip=ip).results[0]
                 if barrier:
                     value = iree_ir.Operation.create("util.optimization_barrier", results=[wide], operands=[value],
                                                      loc=op.location, ip=ip).results[0]
                 op.operands[i] = value
-                # the named op's body widened this operand itself: its block argument is f32 now
-                arg = op.regions[0].blocks[0].arguments[i]
-                arg.set_type(f32)
-                for use in list(arg.uses):
-                    user = use.owner
-                    if user.name == "arith.extf":
-                        user.results[0].replace_all_uses_with(arg)
-                        user.erase()
+                if i in direct:
+                    # the named op's body widened this operand itself: its block argument is f32 now
+                    arg = op.regions[0].blocks[0].arguments[i]
+                    arg.set_type(f32)
+                    for use in list(arg.uses):
+                        user = use.owner
+                        if user.name == "arith.extf":
+                            user.results[0].replace_all_uses_with(arg)
+                            user.erase()
             changed += 1
     return changed
