@@ -144,7 +144,8 @@ def test_bf16_convolutions_compile_for_vulkan():
 
 def test_widened_bf16_contractions_compute_the_same_values(monkeypatch):
     """The widening is exact: the same model on the CPU with and without it gives the same
-    result (both accumulate bf16 products in float32), close to float64 eager."""
+    result up to the order of float32 sums (both accumulate bf16 products in float32), close to
+    float64 eager."""
     from braze import backend
     from braze.vulkan import widen_bf16_contractions
 
@@ -161,4 +162,6 @@ def test_widened_bf16_contractions_compute_the_same_values(monkeypatch):
     with torch.no_grad():
         ref = model.double()(x.double())
     assert float((widened.double() - ref).abs().max() / ref.abs().max()) < 2e-2
-    assert torch.equal(widened, plain)
+    # the same float32 sums, in another order where the Linear's widening is its own dispatch: at
+    # most one bf16 rounding step apart
+    assert float((widened.double() - plain.double()).abs().max() / ref.abs().max()) <= 2 ** -8
