@@ -95,7 +95,15 @@ def test_cpu_tensor_is_moved_to_cuda_module():
 @pytest.mark.vulkan
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_zoo_on_vulkan(case):
+    """Every zoo model on the Vulkan device, compiled for the target braze picks for it (a
+    failure of IREE's own for that target, marked in the zoo as vulkan/TARGET, is expected)."""
     model, args, kwargs = case.build()
+    target = braze.targets.detect_vulkan_target()
+    stage, why = case.known.get(f"vulkan/{target}", (None, None))
+    if stage == "compile":
+        with pytest.raises(braze.CompileError, match="IREE failed to compile"):
+            braze.compile(model, *args, example_kwargs=kwargs, device="vulkan")
+        return
     compiled = braze.compile(model, *args, example_kwargs=kwargs, device="vulkan")
     args2, kwargs2 = fresh_like((args, kwargs))
     with torch.no_grad():
