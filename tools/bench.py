@@ -181,6 +181,8 @@ def default_modes(device: str) -> list[str]:
 def _modes(text: str | None, device: str) -> list[str]:
     if not text:
         return default_modes(device)
+    if text.strip() == "none":
+        return []  # eager, IREE and braze only
     modes = _names(text) or []
     bad = [m for m in modes if m not in TORCH_COMPILE_MODES]
     if bad:
@@ -1016,7 +1018,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="CPU only: threads for torch and IREE's local-task executor (default: all cores)")
     p.add_argument("--torch-compile-modes", default=None,
                    help="comma-separated torch.compile modes to measure: " + ", ".join(TORCH_COMPILE_MODES)
-                        + " (default: all three on CUDA, default elsewhere)")
+                        + " (default: all three on CUDA, default elsewhere; none: no torch.compile)")
 
 
 def _positive(text: str) -> int:
