@@ -60,10 +60,16 @@ class CpuPipeline(PassPipeline):
 @dataclass(frozen=True)
 class VulkanPipeline(PassPipeline):
     name = "fusion-vulkan-pipeline"
-    summary = "What braze.compile(device='vulkan') runs: fusion-default-pipeline (SPIR-V keeps IREE's own tiles)"
+    summary = ("What braze.compile(device='vulkan') runs: convolutions as im2col + matmul, "
+               "fusion-default-pipeline (SPIR-V keeps IREE's own tiles)")
+
+    conv: str = option("im2col", "Convolutions: im2col (braze's im2col copy + matmul: SPIR-V's matmul pipeline) "
+                                 "or direct (IREE's SPIR-V convolution code, 40-100x slower on the H200 at "
+                                 "ResNet-18's 3x3 convolutions, bench/NOTES.md §30)", check=one_of("im2col", "direct"))
 
     def expand(self) -> str:
-        return "fusion-default-pipeline"
+        conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
+        return f"{conv}fusion-default-pipeline"
 
 
 @register
