@@ -64,8 +64,8 @@ class VulkanPipeline(PassPipeline):
                "fusion-default-pipeline (SPIR-V keeps IREE's own tiles)")
 
     conv: str = option("im2col", "Convolutions: im2col (braze's im2col copy + matmul: SPIR-V's matmul pipeline) "
-                                 "or direct (IREE's SPIR-V convolution code, 40-100x slower on the H200 at "
-                                 "ResNet-18's 3x3 convolutions, bench/NOTES.md §30)", check=one_of("im2col", "direct"))
+                                 "or direct (IREE's SPIR-V convolution code: ResNet-18's dispatches took 103-334 ms "
+                                 "against 6.2 on the H200, bench/NOTES.md §30)", check=one_of("im2col", "direct"))
 
     def expand(self) -> str:
         conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
