@@ -16,16 +16,18 @@ def _lines(model, *args, **options) -> list[str]:
 
 @pytest.mark.parametrize("fusion", [True, False], ids=["braze", "unfused"])
 def test_codegen_failure_names_the_op_on_the_first_line(fusion):
-    """IREE 3.13's SPIR-V code generator cannot compile a bfloat16 1x1 convolution (the zoo's
-    mobilenet_bf16 on Vulkan): the op's diagnostic, with its source location, comes first, and
-    the backend's 'failed to run translation' that follows it comes after."""
+    """IREE 3.13's SPIR-V code generator for Mesa's llvmpipe cannot compile a bfloat16 1x1
+    convolution with its bias (a bf16 vector load it cannot legalize): the op's
+    diagnostic, with its source location, comes first, and the backend's 'failed to run
+    translation' that follows it comes after. (For the GPU targets braze now avoids IREE's
+    failure on the same convolution: test_vulkan.py.)"""
     model = torch.nn.Conv2d(16, 96, 1).eval().bfloat16()
-    lines = _lines(model, torch.randn(1, 16, 8, 8).bfloat16(), device="vulkan", target="ampere", fusion=fusion)
+    lines = _lines(model, torch.randn(1, 16, 8, 8).bfloat16(), device="vulkan", target="llvmpipe", fusion=fusion)
     first = lines[0]
-    assert first.startswith("IREE failed to compile Conv2d for vulkan (ampere): loc("), first
+    assert first.startswith("IREE failed to compile Conv2d for vulkan (llvmpipe): loc("), first
     assert "torch/nn/modules/conv.py" in first, first
-    assert "no GPU subgroup mma compute ops generated" in first, first
-    assert not any("no GPU subgroup mma" in line for line in lines[1:]), lines
+    assert "failed to legalize operation 'vector.bitcast'" in first, first
+    assert not any("failed to legalize operation 'vector.bitcast'" in line for line in lines[1:]), lines
     assert any("failed to run translation of source executable" in line for line in lines[1:]), lines
 
 
