@@ -5,7 +5,10 @@ TransformerEncoderLayer(256, 4)), written out as plain ops: in-projection, the p
 reshape torch uses, scaled_dot_product_attention, out-projection. Every part alone is
 correct on Vulkan, and the whole is correct on CPU and CUDA; on the H200 through Vulkan the
 result has a max relative error of 1.5. No braze pass is involved: the module is torch-mlir's
-linalg IR compiled by iree-compile and run by iree-run-module.
+linalg IR compiled by iree-compile and run by iree-run-module. Reduced to one dispatch (softmax(QK^T)
+V with its permuted result, IREE's SPIR-V MatmulPromoteVectorize pipeline) in
+bench/repro/vulkan_promoted_copy.py; braze avoids it (python/braze/vulkan.py, bench/NOTES.md §30).
+Mesa's CPU Vulkan driver (lavapipe) shows it too.
 
     python bench/repro/vulkan_mha.py build DIR     # needs torch, torch-mlir, iree-base-compiler
     python bench/repro/vulkan_mha.py run DIR       # needs iree-base-runtime and numpy (GPU host)
