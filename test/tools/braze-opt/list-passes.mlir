@@ -30,5 +30,6 @@
 // CHECK-NEXT: = fusion-conv-to-matmul{target=sm_90{{( leave=f32,bf16,f16)?}}},fusion-default-pipeline,fusion-generate-kernels{target=sm_90 mode=auto fp32=tf32x3 conv-fp32=tf32},fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}
 // CHECK: fusion-default-pipeline - {{.+}}
 // CHECK: fusion-vulkan-pipeline - {{.+}}
-// CHECK-NEXT: = fusion-default-pipeline
+// CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
+// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline
 // CHECK: Upstream MLIR passes are accepted too
