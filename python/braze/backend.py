@@ -214,11 +214,9 @@ AGGRESSIVE_FUSION = "--iree-dispatch-creation-enable-aggressive-fusion=true"
 """IREE's dispatch formation puts a reduction and the elementwise consumers of its broadcast
 result in one dispatch: a LayerNorm is one kernel instead of two or three. Measured on the H200
 (bench/NOTES.md §22): LayerNorm + GELU 49 -> 21 µs per call, the bf16 TransformerEncoderLayer
-and BERT layer 12 -> 10 and 11 -> 9 kernels, 6-8% faster; results unchanged. On the CPU (one
-thread, bench/NOTES.md §24, §30) LayerNorm + GELU 9.40 -> 8.33 ms (3 dispatches -> 1), BERT 2%
-faster. On for CUDA and the CPU, where it was measured (Vulkan: not measured);
-`iree_flags=["--iree-dispatch-creation-enable-aggressive-fusion=false"]` turns it off (a later
-flag wins)."""
+and BERT layer 12 -> 10 and 11 -> 9 kernels, 6-8% faster; results unchanged. On for CUDA, where
+it was measured; `iree_flags=["--iree-dispatch-creation-enable-aggressive-fusion=false"]` turns
+it off (a later flag wins)."""
 
 
 DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
@@ -231,9 +229,9 @@ def _common_flags(target: Target, float64: bool) -> list[str]:
     default, which changed the dtype and precision of float64 models' results). Others keep
     IREE's demotion of the float64 torch-mlir's lowerings use inside (a layer norm's statistics):
     kept as float64, they made IREE's CUDA reduction fail to compile ("failed to distribute").
-    CUDA and the CPU fuse reductions with their consumers (AGGRESSIVE_FUSION)."""
+    CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION)."""
     flags = ["--iree-input-demote-f64-to-f32=false"] if float64 else []
-    if target.device in ("cuda", "cpu"):
+    if target.device == "cuda":
         flags.append(AGGRESSIVE_FUSION)
     return flags
 

@@ -78,7 +78,7 @@ def test_the_report_lists_the_workaround():
         def forward(self, x):
             return attention(x, x, x, need_weights=False)[0]
 
-    compiled = braze.compile(SelfAttention().eval(), torch.randn(2, 16, 256), device="vulkan", target="ampere",
+    compiled = braze.compile(SelfAttention(), torch.randn(2, 16, 256), device="vulkan", target="ampere",
                              cache=False)
     assert len(compiled.report.iree_workarounds) == 1, compiled.report.iree_workarounds
     assert "batch_matmul" in compiled.report.iree_workarounds[0]
@@ -111,7 +111,7 @@ def test_attention_with_its_permuted_output_on_vulkan():
     x = torch.randn(2, 16, 256)
     names = " ".join(targets.vulkan_device_names()).lower()
     target = "ampere" if "nvidia" in names or "llvmpipe" in names else None
-    compiled = braze.compile(SelfAttention().eval(), x, device="vulkan", target=target, cache=False)
+    compiled = braze.compile(SelfAttention(), x, device="vulkan", target=target, cache=False)
     attention64 = torch.nn.MultiheadAttention(256, 4, batch_first=True).eval().double()
     attention64.load_state_dict({k: v.double() for k, v in attention.state_dict().items()})
     with torch.no_grad():
