@@ -422,10 +422,10 @@ class Program:
             return np.zeros(spec.shape, dtype)
         if self.target.driver == "local-task":
             return _read(bv, spec)
-        # Whatever numpy dtype the runtime gives the transfer (signless ints, no bfloat16), its
-        # bytes are the result's: reinterpret them with the result's dtype and shape.
         if self.target.driver == "vulkan":
             return _staged_read(self.device, bv, spec)
+        # Whatever numpy dtype the runtime gives the transfer (signless ints, no bfloat16), its
+        # bytes are the result's: reinterpret them with the result's dtype and shape.
         array = rt.DeviceArray(self.device, bv, implicit_host_transfer=True).to_host()
         return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=dtype).reshape(spec.shape).copy()
 

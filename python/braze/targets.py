@@ -204,14 +204,21 @@ def detect_vulkan_target() -> str:
     )
 
 
-def vulkan_device_names() -> list[str]:
-    """The names iree.runtime's Vulkan driver gives its devices ([] when there is none)."""
-    try:
-        import iree.runtime as rt
+_VULKAN_NAMES: list[str] | None = None
 
-        return [str(d.get("name", "")) for d in rt.get_driver("vulkan").query_available_devices()]
-    except Exception:
-        return []
+
+def vulkan_device_names() -> list[str]:
+    """The names iree.runtime's Vulkan driver gives its devices ([] when there is none); asked
+    once per process, as _can_open asks whether a driver opens."""
+    global _VULKAN_NAMES
+    if _VULKAN_NAMES is None:
+        try:
+            import iree.runtime as rt
+
+            _VULKAN_NAMES = [str(d.get("name", "")) for d in rt.get_driver("vulkan").query_available_devices()]
+        except Exception:
+            _VULKAN_NAMES = []
+    return list(_VULKAN_NAMES)
 
 
 def vulkan_target_for(name: str) -> str:

@@ -150,7 +150,7 @@ def _widened_from_bf16(value, bf16) -> bool:
                for v in inputs)
 
 
-def widen_bf16_contractions(module, barrier: bool = True) -> int:
+def widen_bf16_contractions(module) -> int:
     """Before IREE: each convolution or matmul with bfloat16 operands and a float32 accumulator
     reads its operands widened to float32 in a dispatch of their own, so SPIR-V code generation
     sees a float32 contraction. IREE 3.13 cannot compile a bf16 contraction for Vulkan ("no GPU
@@ -182,9 +182,8 @@ def widen_bf16_contractions(module, barrier: bool = True) -> int:
                 if i in direct:
                     value = iree_ir.Operation.create("arith.extf", results=[wide], operands=[value],
                                                      loc=op.location, ip=ip).results[0]
-                if barrier:
-                    value = iree_ir.Operation.create("util.optimization_barrier", results=[wide], operands=[value],
-                                                     loc=op.location, ip=ip).results[0]
+                value = iree_ir.Operation.create("util.optimization_barrier", results=[wide], operands=[value],
+                                                 loc=op.location, ip=ip).results[0]
                 op.operands[i] = value
                 if i in direct:
                     # the named op's body widened this operand itself: its block argument is f32 now
