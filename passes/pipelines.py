@@ -3,8 +3,9 @@
 
     fusion-default-pipeline     group elementwise chains and lower each group to one generic
     fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only
-    fusion-cpu-pipeline         braze.compile(device="cpu"): also convolutions as matmuls and
-                                IREE's data tiling for contractions with a constant operand
+    fusion-cpu-pipeline         braze.compile(device="cpu"): also convolutions as matmuls, erf
+                                as one rational function, and IREE's data tiling for
+                                contractions with a constant operand
     fusion-vulkan-pipeline      braze.compile(device="vulkan")
     fusion-cuda-pipeline        braze.compile(device="cuda"): also convolutions as matmuls,
                                 padded and split matmuls, kernel and matmul tiles
@@ -44,16 +45,20 @@ class BaselinePipeline(PassPipeline):
 class CpuPipeline(PassPipeline):
     name = "fusion-cpu-pipeline"
     summary = ("What braze.compile(device='cpu') runs: convolutions as im2col + matmul, fusion-default-pipeline, "
-               "and IREE's data tiling where a contraction reads a constant operand")
+               "erf as one rational function, and IREE's data tiling where a contraction reads a constant operand")
 
     conv: str = option("im2col", "Convolutions: im2col (braze's im2col copy + matmul, which data tiling "
                                  "packs) or direct (IREE's convolution code)", check=one_of("im2col", "direct"))
     data_tiling: str = option("auto", "IREE's data tiling and mmt4d microkernels (fusion-cpu-codegen): auto, on, off",
                               check=one_of("auto", "on", "off"))
+    erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
+                                  "(IREE's piecewise approximation, coefficients picked by selects)",
+                      check=one_of("rational", "iree"))
 
     def expand(self) -> str:
         conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
-        return f"{conv}fusion-default-pipeline,fusion-cpu-codegen{{data-tiling={self.data_tiling}}}"
+        erf = "fusion-expand-erf," if self.erf == "rational" else ""
+        return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling}}}"
 
 
 @register

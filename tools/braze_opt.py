@@ -453,12 +453,26 @@ def _parse(chunk: _Chunk, ir):
         module.body.append(op.operation)
         return module
     try:
-        wrapped = ir.Operation.parse("module {" + chunk.text + "\n}", source_name=chunk.buffer_name)
+        wrapped = ir.Operation.parse(_wrapped(chunk.text), source_name=chunk.buffer_name)
     except ir.MLIRError as e:
         for d in e.error_diagnostics:
             chunk.diags.extend(_diags_from(d))
         return None
     return wrapped
+
+
+_ALIAS = re.compile(r"^[#!][A-Za-z_][\w.$-]*\s*=")
+
+
+def _wrapped(text: str) -> str:
+    """Top-level ops in a `module { ... }`, with the attribute and type aliases (`#map = ...`)
+    left outside it, where MLIR requires them; every line keeps its number."""
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines) if _ALIAS.match(line)), default=-1)
+    if last + 1 == len(lines):
+        lines.append("")
+    lines[last + 1] = "module {" + lines[last + 1]
+    return "\n".join(lines) + "\n}"
 
 
 def _run_pipeline(module, chunk: _Chunk, pipeline: str, args: argparse.Namespace, ir) -> bool:

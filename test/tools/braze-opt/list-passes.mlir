@@ -7,6 +7,7 @@
 // CHECK: target=<str> (default: '') {{.+}}
 // CHECK: fusion-cpu-codegen - {{.+}}
 // CHECK: data-tiling=<str> (default: 'auto') {{.+}}
+// CHECK: fusion-expand-erf - {{.+}}
 // CHECK: fusion-form-groups - {{.+}}
 // CHECK: recompute-multi-use=<bool> (default: true) {{.+}}
 // CHECK: max-recompute-flops=<int> (default: 16) {{.+}}
@@ -19,7 +20,8 @@
 // CHECK: fusion-cpu-pipeline - {{.+}}
 // CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
 // CHECK-NEXT: data-tiling=<str> (default: 'auto') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-cpu-codegen{data-tiling=auto}
+// CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
+// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
