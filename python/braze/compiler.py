@@ -683,7 +683,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
     from braze._mlir import ir
-    from braze.passes.cpu_codegen import DATA_TILING_ATTR
+    from braze.passes.cpu.cpu_codegen import DATA_TILING_ATTR
     from braze.passes.report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused

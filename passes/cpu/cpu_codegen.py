@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from braze._mlir import ir
 from braze.irutil import all_ops
 
-from .registry import ModulePass, decide, one_of, option, register
+from ..registry import ModulePass, decide, one_of, option, register
 
 DATA_TILING_ATTR = "braze.data_tiling"
 """String attribute on the module: data tiling is on, and why (the contraction that asked for it)."""

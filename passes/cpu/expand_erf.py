@@ -45,7 +45,7 @@ from braze._mlir import arith, ir
 from braze._mlir import math as math_d
 from braze.irutil import all_ops
 
-from .registry import ModulePass, decide, option, register
+from ..registry import ModulePass, decide, option, register
 
 CLAMP = 3.92
 """|x| beyond which f32 erf(x) is ±1 (erf(3.92) = 1 - 5.2e-9); the fit's interval is [0, CLAMP]."""
