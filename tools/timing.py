@@ -66,16 +66,18 @@ def median_ms(fn, reps: int = 50, device: str = "cuda", warmup: int = 3, sync: b
 
 
 def per_call_ms(fn, n: int, warmup: int = 5) -> float:
-    """Mean wall milliseconds of n back-to-back calls, synchronizing the device before and after."""
+    """Mean wall milliseconds of n back-to-back calls, synchronizing the CUDA device (where torch
+    has one) before and after; on the CPU, plain wall clock."""
     import torch
 
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    sync()
     t = time.perf_counter()
     for _ in range(n):
         fn()
-    torch.cuda.synchronize()
+    sync()
     return (time.perf_counter() - t) / n * 1e3
 
 

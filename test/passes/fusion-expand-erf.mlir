@@ -1,4 +1,5 @@
 // RUN: braze-opt %s --split-input-file -p fusion-expand-erf | FileCheck %s
+// RUN: braze-opt %s --split-input-file -p 'fusion-expand-erf{rational=false}' | FileCheck %s --check-prefix=MULF
 
 // GELU as torch-mlir imports it: erf(x / sqrt 2). The division becomes a multiplication by
 // 1/sqrt(2) (as eager computes it), and erf one clamped rational function: the input clamped
@@ -31,6 +32,15 @@
 // CHECK: arith.addf %[[R]], %{{.+}} : f32
 // CHECK-NOT: arith.divf
 // CHECK: linalg.yield
+// With rational=false only the division becomes a multiplication; IREE keeps its erf.
+// MULF-LABEL: func.func @gelu
+// MULF: %[[HALF:.+]] = arith.constant 0.707106769 : f32
+// MULF: %[[X:.+]] = arith.mulf %{{.+}}, %[[HALF]] : f32
+// MULF-NEXT: math.erf %[[X]] : f32
+// MULF-NOT: math.fma
+// MULF-LABEL: func.func @shared_quotient
+// MULF: arith.divf
+// MULF: math.erf
 #map = affine_map<(d0) -> (d0)>
 func.func @gelu(%x: tensor<8xf32>) -> tensor<8xf32> {
   %one = arith.constant 1.000000e+00 : f32
