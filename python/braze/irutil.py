@@ -28,23 +28,38 @@ def op_id(op) -> int:
 def all_ops(op, names: str | Iterable[str] | None = None, *, post_order: bool = False) -> list:
     """`op` and every operation nested in it, in pre-order (or post-order, as MLIR's `walk`),
     as a list (safe to edit IR while iterating over it); only those called one of `names`
-    when given."""
+    when given.
+
+    MLIR's own walk, not Python loops over blocks: it hands out plain Operations, where
+    iterating a block's operations wraps each in its dialect's OpView class and so imports that
+    dialect's Python module (IREE's linalg module alone takes 0.26 s to import: NOTES §32)."""
     wanted = None if names is None else ({names} if isinstance(names, str) else set(names))
     found = []
+    advance = _walk_result(op)
 
-    def collect(o) -> None:
-        keep = wanted is None or o.name in wanted
-        if keep and not post_order:
+    def collect(o):
+        if wanted is None or o.name in wanted:
             found.append(o)
-        for region in o.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    collect(inner.operation)
-        if keep and post_order:
-            found.append(o)
+        return advance
 
-    collect(op.operation)
+    op.operation.walk(collect, _walk_order(op, post_order))
     return found
+
+
+def _bindings(op):
+    """The MLIR Python bindings `op` belongs to (torch-mlir's or IREE's: each has its own)."""
+    import importlib
+
+    return importlib.import_module(type(op.operation).__module__.rsplit("._mlir_libs", 1)[0] + ".ir")
+
+
+def _walk_result(op):
+    return _bindings(op).WalkResult.ADVANCE
+
+
+def _walk_order(op, post_order: bool):
+    order = _bindings(op).WalkOrder
+    return order.POST_ORDER if post_order else order.PRE_ORDER
 
 
 def remap_operands(op, remap: dict) -> None:
