@@ -115,7 +115,7 @@ def _put_context(put, options: dict, target: str, pipeline: str, tuning_path: st
     put("versions", json.dumps(versions, sort_keys=True, default=repr))
     put("braze-sources", source_hash())
     try:
-        from .kernels.build import triton_version
+        from .kernels import triton_version
 
         put("triton", triton_version())
     except ImportError:

@@ -5,3 +5,20 @@ Triton template and its cost model), `build` (Triton compile on a machine withou
 on-disk kernel cache), `embed` (the back end's module hook: an outlined function becomes one
 dispatch of its kernel). Compile-side only: braze.load never imports this package.
 """
+
+
+def triton_version() -> str | None:
+    """Triton's version, or None where it is not installed (read from its package metadata:
+    importing Triton costs ~0.1 s, which a compile-cache hit should not pay;
+    here, not in `build`, whose import takes ~0.02 s)."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return None
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        import triton
+
+        return triton.__version__

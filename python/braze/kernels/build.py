@@ -23,7 +23,7 @@ from pathlib import Path
 from braze.errors import CompileError, KernelResourceError
 from braze.fileutil import cache_home, write_atomically
 
-from . import attention, gemm
+from . import attention, gemm, triton_version
 from .spec import AttentionSpec, GemmSpec
 
 Spec = GemmSpec | AttentionSpec
@@ -47,22 +47,6 @@ class Built:
     scratch: int = 0
     """Bytes of global scratch a program takes (TMA descriptors made on the device): braze binds
     a buffer of grid x scratch after the kernel's own (braze.kernels.embed)."""
-
-
-def triton_version() -> str | None:
-    """Triton's version, or None where it is not installed (read from its package metadata:
-    importing Triton costs ~0.1 s, which a compile-cache hit should not pay)."""
-    import importlib.metadata
-    import importlib.util
-
-    if importlib.util.find_spec("triton") is None:
-        return None
-    try:
-        return importlib.metadata.version("triton")
-    except importlib.metadata.PackageNotFoundError:
-        import triton
-
-        return triton.__version__
 
 
 def available(arch: str) -> str | None:
