@@ -49,6 +49,9 @@ class CpuPipeline(PassPipeline):
 
     conv: str = option("im2col", "Convolutions: im2col (braze's im2col copy + matmul, which data tiling "
                                  "packs) or direct (IREE's convolution code)", check=one_of("im2col", "direct"))
+    direct_pixels: int = option(0, "With conv=im2col: unit-stride convolutions with at least this many output "
+                                   "pixels an image stay IREE's direct convolution (braze.compile sets 784 for "
+                                   "an AVX-512 CPU; 0: none)", minimum=0)
     data_tiling: str = option("auto", "IREE's data tiling and mmt4d microkernels (fusion-cpu-codegen): auto, on, off",
                               check=one_of("auto", "on", "off"))
     erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
@@ -56,7 +59,10 @@ class CpuPipeline(PassPipeline):
                       check=one_of("rational", "iree"))
 
     def expand(self) -> str:
-        conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
+        conv = ""
+        if self.conv == "im2col":
+            conv = f"fusion-conv-to-matmul{{direct-pixels={self.direct_pixels}}}," if self.direct_pixels else \
+                "fusion-conv-to-matmul,"
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
         return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling}}}"
 
@@ -136,7 +142,37 @@ def for_device(device: str, arch: str, tuning_cache_path: str = "", precision: s
                             conv_fp32=conv_fp32)
     if device == "vulkan":
         return VulkanPipeline()
-    return CpuPipeline()
+    # Resolved here from the CPU compiled for, so that the report's pipeline replays anywhere.
+    return CpuPipeline(direct_pixels=DIRECT_CONV_PIXELS if cpu_has_avx512(arch) else 0)
+
+
+DIRECT_CONV_PIXELS = 784
+"""On an AVX-512 CPU, unit-stride convolutions with at least 28x28 output pixels stay IREE's
+direct convolution. Measured one thread on a Xeon with AVX-512 (bench/NOTES.md §33): IREE's
+direct code against braze's im2col + data-tiled matmul, 64->64 3x3 at 56x56 4.5 against 5.4 ms,
+at 28x28 1.14 against 1.41; at 14x14 and below im2col won (4x4x512: 1.36 against 2.15) and on
+every strided convolution by 2-9x. On a 2-core EPYC (AVX2, §24) IREE's direct code lost
+everywhere (conv + BN + ReLU 0.31x eager against 0.69x), so there every convolution is im2col."""
+
+AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client", "icelake-server",
+               "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+               "diamondrapids", "znver4", "znver5", "x86-64-v4")
+"""LLVM CPU names (cross-compiling with target=NAME) whose code may use AVX-512."""
+
+
+def cpu_has_avx512(arch: str) -> bool:
+    """Whether code for the LLVM CPU `arch` ('host': this machine, read from /proc/cpuinfo) has
+    AVX-512 (avx512f)."""
+    if arch != "host":
+        return arch in AVX512_CPUS
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "avx512f" in line.split()
+    except OSError:
+        pass
+    return False
 
 
 def _fp32_precision() -> str:

@@ -47,6 +47,15 @@ VARIANTS = {
     "attention-op+dt": {"attention": True, "pipeline": "fusion-cpu-pipeline{data-tiling=on}"},
     "aggressive": {"iree_flags": ["--iree-dispatch-creation-enable-aggressive-fusion=true"]},
     "braze-im2col": {"pipeline": "fusion-conv-to-matmul{target=sm_80},fusion-default-pipeline"},
+    "cpu": {"pipeline": "fusion-cpu-pipeline"},
+    "cpu-direct": {"pipeline": "fusion-cpu-pipeline{conv=direct}"},
+    "cpu-direct-nodt": {"pipeline": "fusion-cpu-pipeline{conv=direct data-tiling=off}"},
+    "cpu-im2col-nodt": {"pipeline": "fusion-cpu-pipeline{data-tiling=off}"},
+    "cpu-direct-dt": {"pipeline": "fusion-cpu-pipeline{conv=direct data-tiling=on}"},
+    "no-fusion": {"fusion": False},
+    "cpu-dt-nouk": {"pipeline": "fusion-cpu-pipeline{data-tiling=off}", "iree_flags": [DT]},
+    "cpu-dt-tile64k": {"iree_flags": ["--iree-llvmcpu-matmul-tile-bytes=65536"]},
+    "cpu-dt-tile1m": {"iree_flags": ["--iree-llvmcpu-matmul-tile-bytes=1048576"]},
     "braze-im2col+uk": {"pipeline": "fusion-conv-to-matmul{target=sm_80},fusion-default-pipeline", "iree_flags": [UK]},
 }
 chosen = sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS)

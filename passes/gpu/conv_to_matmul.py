@@ -64,14 +64,26 @@ class ConvToMatmulPass(ModulePass):
                                       "(false: it reads the padded copy)")
     leave: str = option("", "Comma-separated element types (f32,bf16,f16) whose convolutions "
                             "fusion-generate-kernels takes as implicit GEMMs: left alone here")
+    direct_pixels: int = option(0, "Leave unit-stride, undilated convolutions with at least this many "
+                                   "output pixels an image (OH*OW) to IREE's direct convolution; 0: none",
+                                minimum=0)
 
     def run(self, module: ir.Operation) -> None:
         leave = tuple(t for t in self.leave.split(",") if t)
         found = [op for op in all_ops(module, "linalg.conv_2d_nchw_fchw", post_order=True)
-                 if _convertible(op) and self._tiled(op) and not generated_conv(op, leave)]
+                 if _convertible(op) and self._tiled(op) and not generated_conv(op, leave) and not self._direct(op)]
         for op in found:
             if decide(self.name, f"{op.name} {_shape_text(op)} as im2col + matmul at {short_location(str(op.location))}"):
                 _rewrite(op, self.read_padding)
+
+    def _direct(self, op: ir.Operation) -> bool:
+        """Whether the convolution stays IREE's direct one (direct-pixels): on an AVX-512 CPU
+        IREE's direct code beat im2col + matmul on unit-stride convolutions with large outputs
+        and lost badly on strided ones (bench/NOTES.md §33)."""
+        if not self.direct_pixels or _ints(op, "strides") != [1, 1] or _ints(op, "dilations") != [1, 1]:
+            return False
+        _, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape
+        return oh * ow >= self.direct_pixels  # not a decision: leaving IREE's form is the baseline
 
     def _tiled(self, op: ir.Operation) -> bool:
         """Whether the matmul gets tiles from fusion-configure-kernels' cost model, padded by

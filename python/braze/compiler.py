@@ -532,7 +532,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
             from .dynamic import describe_dynamic_shapes
 
             choices["dynamic_shapes"] = describe_dynamic_shapes(dynamic_shapes)
-        where, tuning, found_versions = f"{tgt.device} {tgt.arch}", str(default_path()), versions()
+        where, tuning, found_versions = tgt.cache_identity(), str(default_path()), versions()
         # What decides the pipeline's text, without importing the passes (and MLIR) to print it.
         quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where,
                                    quickkey.pipeline_inputs(pipeline, fusion, precision), tuning, found_versions)

@@ -83,6 +83,33 @@ class Target:
     def describe(self) -> str:
         return f"{self.device} ({self.arch})"
 
+    def cache_identity(self) -> str:
+        """What the compiled code depends on for the compile cache's keys: the device and arch,
+        and for the host CPU the CPU itself (its model and instruction-set flags): code for one
+        machine's `host` may not run, or not be chosen the same, on another sharing the cache."""
+        if self.device == "cpu" and self.arch == "host":
+            return f"cpu host {host_cpu_identity()}"
+        return f"{self.device} {self.arch}"
+
+
+def host_cpu_identity() -> str:
+    """A digest of this machine's CPU model and flags (/proc/cpuinfo's first processor), or
+    platform.processor() where there is no /proc/cpuinfo."""
+    import hashlib
+    import platform
+
+    lines = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor's block
+                if line.startswith(("model name", "flags", "vendor_id", "Features", "CPU part")):
+                    lines.append(line.strip())
+    except OSError:
+        lines.append(platform.processor() or platform.machine())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
 
 def available_devices() -> list[str]:
     """Devices whose iree.runtime driver can open a device on this machine."""

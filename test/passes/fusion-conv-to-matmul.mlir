@@ -1,6 +1,10 @@
 // RUN: braze-opt %s --split-input-file -p fusion-conv-to-matmul | FileCheck %s
 // RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul,fusion-configure-kernels{target=sm_90}' | FileCheck %s --check-prefix=TILED
 // RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul{target=sm_90}' | FileCheck %s --check-prefix=TARGET
+// RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul{direct-pixels=16}' | FileCheck %s --check-prefix=DIRECT
+
+// direct-pixels=16 (the CPU pipeline on AVX-512): unit-stride convolutions with 16 or more output
+// pixels an image stay IREE's direct convolution; strided ones still become im2col + matmul.
 
 // A strided, dilated 3x3 convolution: im2col rows (c, kh, kw) of columns (n, oh, ow), one
 // [F, C*KH*KW] x [C*KH*KW, N*OH*OW] matmul, and the product back in NCHW plus the bias init.
@@ -19,6 +23,11 @@
 //       CHECK:   return %[[O]]
 // TILED-LABEL: func.func @conv
 //       TILED:   attrs = {braze.im2col, braze.kernel_config = "workgroup=1,1,3,2,5,5 thread=1,1,1,1,1,1 threads=150"}
+// DIRECT-LABEL: func.func @conv
+//   DIRECT-NOT:   linalg.conv_2d_nchw_fchw
+//       DIRECT:   braze.im2col
+//   DIRECT-NOT:   linalg.conv_2d_nchw_fchw
+//       DIRECT:   return
 func.func @conv(%x: tensor<2x4x13x13xf32>, %w: tensor<6x4x3x3xf32>, %init: tensor<2x6x5x5xf32>) -> tensor<2x6x5x5xf32> {
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<2> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<2x4x13x13xf32>, tensor<6x4x3x3xf32>) outs(%init : tensor<2x6x5x5xf32>) -> tensor<2x6x5x5xf32>
   return %0 : tensor<2x6x5x5xf32>
@@ -29,6 +38,9 @@ func.func @conv(%x: tensor<2x4x13x13xf32>, %w: tensor<6x4x3x3xf32>, %init: tenso
 // bf16 operands keep the convolution's f32 accumulator in the matmul.
 // CHECK-LABEL: func.func @bf16
 //       CHECK:   linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<8x36xbf16>, tensor<36x32xbf16>) outs(%{{.+}} : tensor<8x32xf32>)
+// DIRECT-LABEL: func.func @bf16
+//       DIRECT:   linalg.conv_2d_nchw_fchw
+//   DIRECT-NOT:   braze.im2col
 func.func @bf16(%x: tensor<2x4x6x6xbf16>, %w: tensor<8x4x3x3xbf16>, %init: tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32> {
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x4x6x6xbf16>, tensor<8x4x3x3xbf16>) outs(%init : tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
   return %0 : tensor<2x8x4x4xf32>
@@ -55,6 +67,9 @@ func.func @dynamic(%x: tensor<?x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tens
 //       CHECK:     %[[V:.+]] = tensor.extract %arg0[
 //       CHECK:     arith.select %{{.+}}, %[[V]], %{{.+}} : f32
 //       CHECK:   linalg.matmul
+// DIRECT-LABEL: func.func @padded
+//       DIRECT:   linalg.conv_2d_nchw_fchw
+//   DIRECT-NOT:   braze.im2col
 func.func @padded(%x: tensor<2x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32> {
   %cst = arith.constant 0.000000e+00 : f32
   %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {

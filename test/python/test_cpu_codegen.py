@@ -91,3 +91,41 @@ def test_a_users_flag_overrides_the_choice():
     on = braze.compile(model, *args, cache=False)
     assert user.report.dispatch_count == off.report.dispatch_count < on.report.dispatch_count
     _check(user, model, args)
+
+
+class TwoConvs(torch.nn.Module):
+    """A unit-stride 3x3 convolution with a 30x30 output (900 pixels) and a strided one after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.same = torch.nn.Conv2d(5, 7, 3, 1, 1)
+        self.down = torch.nn.Conv2d(7, 6, 3, 2, 1)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.same(x)))
+
+
+@pytest.mark.parametrize("pixels", [0, 784, 901])
+def test_direct_pixels_leaves_large_unit_stride_convolutions(pixels):
+    """direct-pixels=N: unit-stride convolutions with N or more output pixels stay IREE's direct
+    convolution (what braze.compile picks on an AVX-512 CPU); the strided one is im2col either way."""
+    torch.manual_seed(2)
+    model, x = TwoConvs().eval(), torch.randn(2, 5, 30, 30)
+    compiled = braze.compile(model, x, cache=False, pipeline=f"fusion-cpu-pipeline{{direct-pixels={pixels}}}")
+    im2col = [d for d in compiled.report.decisions if d.startswith("fusion-conv-to-matmul:")]
+    assert len(im2col) == (1 if pixels == 784 else 2), im2col
+    assert any("7x6x3x3" not in d and "6x7x3x3" in d for d in im2col)  # the strided one's weight
+    with torch.no_grad():
+        want = model.double()(x.double())
+    err = float((compiled(x).double() - want).abs().max() / want.abs().max())
+    assert err < 1e-5, err
+
+
+def test_the_cpu_pipeline_follows_the_cpu():
+    from braze.passes.pipelines import DIRECT_CONV_PIXELS, for_device
+
+    assert f"direct-pixels={DIRECT_CONV_PIXELS}" in for_device("cpu", "sapphirerapids").pipeline_text()
+    assert "direct-pixels" not in for_device("cpu", "znver3").pipeline_text()
+    model, args = _model()
+    compiled = braze.compile(model, *args, cache=False, target="znver4")
+    assert compiled.report.pipeline == f"fusion-cpu-pipeline{{direct-pixels={DIRECT_CONV_PIXELS}}}"

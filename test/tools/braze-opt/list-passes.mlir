@@ -19,6 +19,7 @@
 // CHECK-NEXT: = canonicalize,cse
 // CHECK: fusion-cpu-pipeline - {{.+}}
 // CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
+// CHECK-NEXT: direct-pixels=<int> (default: 0) {{.+}}
 // CHECK-NEXT: data-tiling=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
 // CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto}
