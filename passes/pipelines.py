@@ -54,6 +54,8 @@ class CpuPipeline(PassPipeline):
                                    "an AVX-512 CPU; 0: none)", minimum=0)
     data_tiling: str = option("auto", "IREE's data tiling and mmt4d microkernels (fusion-cpu-codegen): auto, on, off",
                               check=one_of("auto", "on", "off"))
+    reassociate: str = option("auto", "IREE's reassociation of float reductions (fusion-cpu-codegen): auto (where a "
+                                      "reduction takes a maximum: softmax), on, off", check=one_of("auto", "on", "off"))
     erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
                                   "(IREE's piecewise approximation, coefficients picked by selects)",
                       check=one_of("rational", "iree"))
@@ -64,7 +66,7 @@ class CpuPipeline(PassPipeline):
             conv = f"fusion-conv-to-matmul{{direct-pixels={self.direct_pixels}}}," if self.direct_pixels else \
                 "fusion-conv-to-matmul,"
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
-        return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling}}}"
+        return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} reassociate={self.reassociate}}}"
 
 
 @register

@@ -53,6 +53,8 @@ VARIANTS = {
     "cpu-im2col-nodt": {"pipeline": "fusion-cpu-pipeline{data-tiling=off}"},
     "cpu-direct-dt": {"pipeline": "fusion-cpu-pipeline{conv=direct data-tiling=on}"},
     "no-fusion": {"fusion": False},
+    "reassoc": {"iree_flags": ["--iree-llvmcpu-reassociate-fp-reductions=true"]},
+    "no-reassoc": {"pipeline": "fusion-cpu-pipeline{reassociate=off}"},
     "cpu-dt-nouk": {"pipeline": "fusion-cpu-pipeline{data-tiling=off}", "iree_flags": [DT]},
     "cpu-dt-tile64k": {"iree_flags": ["--iree-llvmcpu-matmul-tile-bytes=65536"]},
     "cpu-dt-tile1m": {"iree_flags": ["--iree-llvmcpu-matmul-tile-bytes=1048576"]},

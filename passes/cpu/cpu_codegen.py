@@ -20,6 +20,16 @@ So, with `data-tiling=auto` (the default), data tiling is on when some contracti
 operand computed from constants only; the module attribute `braze.data_tiling` names it, and
 braze.compile turns it into IREE's flags (`backend.data_tiling_flags`). `on` and `off` force it.
 The choice is a decision (`compile(decision_limit=)` can bisect it).
+
+`reassociate=auto` (the default) also lets IREE reassociate float reductions
+(`--iree-llvmcpu-reassociate-fp-reductions`, off by default in 3.13) where some reduction takes
+a maximum (softmax's row max): without it IREE reduces each 16-wide vector step by step in
+scalar code (256 vmaxss + 256 vcmpunordss in the bench attention's softmax dispatch), with it the
+softmax dispatch took 237 us against 505 and the attention 1.02 ms against 1.35 (one thread,
+an AVX-512 Xeon). Not everywhere: the same flag made LayerNorm + GELU 10.1 -> 13.2 ms, so it
+is chosen only for modules with a max reduction (bench/NOTES.md §34). Reassociated sums round
+differently (as torch's own vectorized CPU sums do); a maximum is exact in any order. The
+module attribute `braze.reassociate_reductions` names the reduction.
 """
 
 from __future__ import annotations
@@ -33,6 +43,11 @@ from ..registry import ModulePass, decide, one_of, option, register
 
 DATA_TILING_ATTR = "braze.data_tiling"
 """String attribute on the module: data tiling is on, and why (the contraction that asked for it)."""
+
+REASSOCIATE_ATTR = "braze.reassociate_reductions"
+"""String attribute on the module: IREE may reassociate float reductions, and why (the max reduction)."""
+
+_MAXIMA = ("arith.maximumf", "arith.maxnumf")
 
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
                 "linalg.batch_matmul_transpose_a", "linalg.batch_matmul_transpose_b", "linalg.vecmat",
@@ -51,9 +66,17 @@ class CpuCodegenPass(ModulePass):
     data_tiling: str = option("auto", "auto (where a contraction reads a constant operand), on, off",
                               check=one_of("auto", "on", "off"))
 
+    reassociate: str = option("auto", "IREE's reassociation of float reductions: auto (where a reduction takes a "
+                                      "maximum, as softmax's does), on, off", check=one_of("auto", "on", "off"))
+
     def run(self, module: ir.Operation) -> None:
-        if DATA_TILING_ATTR in module.attributes:
-            del module.attributes[DATA_TILING_ATTR]
+        for attr in (DATA_TILING_ATTR, REASSOCIATE_ATTR):
+            if attr in module.attributes:
+                del module.attributes[attr]
+        if self.reassociate != "off":
+            why = "forced (reassociate=on)" if self.reassociate == "on" else _max_reduction(module)
+            if why and decide(self.name, f"reassociate float reductions: {why}"):
+                module.attributes[REASSOCIATE_ATTR] = ir.StringAttr.get(why)
         if self.data_tiling == "off":
             return
         why = "forced (data-tiling=on)" if self.data_tiling == "on" else _constant_contraction(module)
@@ -74,6 +97,18 @@ def _constant_contraction(module: ir.Operation) -> str:
             inputs = list(op.operands)[:2]
             if any(constant.get(v, False) for v in inputs):
                 return f"{op.name} ({', '.join(str(v.type) for v in inputs)}) reads a constant operand"
+    return ""
+
+
+def _max_reduction(module: ir.Operation) -> str:
+    """The first float reduction that takes a maximum, described; '' if none."""
+    for op in all_ops(module, "linalg.generic"):
+        if "reduction" not in str(op.attributes["iterator_types"]):
+            continue
+        body = [o.name for o in op.regions[0].blocks[0].operations]
+        found = next((n for n in body if n in _MAXIMA), None)
+        if found:
+            return f"a {found} reduction of {op.operands[0].type}"
     return ""
 
 

@@ -224,6 +224,11 @@ DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukern
 microkernels; braze passes them where fusion-cpu-codegen chose data tiling (bench/NOTES.md §24)."""
 
 
+REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
+"""llvm-cpu: vector reductions may be reassociated (a tree, not a scalar chain per vector step);
+braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md §34)."""
+
+
 def _common_flags(target: Target, float64: bool) -> list[str]:
     """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
     default, which changed the dtype and precision of float64 models' results). Others keep

@@ -683,7 +683,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
     from braze._mlir import ir
-    from braze.passes.cpu.cpu_codegen import DATA_TILING_ATTR
+    from braze.passes.cpu.cpu_codegen import DATA_TILING_ATTR, REASSOCIATE_ATTR
     from braze.passes.report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused
@@ -724,15 +724,20 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         failing = abi.failing_asserts(module_op)
         tiling = (ir.StringAttr(module_op.attributes[DATA_TILING_ATTR]).value
                   if DATA_TILING_ATTR in module_op.attributes else None)
+        reassociate = (ir.StringAttr(module_op.attributes[REASSOCIATE_ATTR]).value
+                       if REASSOCIATE_ATTR in module_op.attributes else None)
     iree_flags: tuple[str, ...] = ()
     if tgt.device == "cpu":
-        from .backend import DATA_TILING_FLAGS
+        from .backend import DATA_TILING_FLAGS, REASSOCIATE_FLAG
 
         if tiling is not None:
             iree_flags = DATA_TILING_FLAGS
             report.cpu_codegen = f"data tiling, mmt4d microkernels: {tiling}"
         else:
             report.cpu_codegen = "IREE's default loops (no data tiling: no contraction reads a constant operand)"
+        if reassociate is not None:
+            iree_flags = iree_flags + (REASSOCIATE_FLAG,)
+            report.cpu_codegen += f"; float reductions reassociated: {reassociate}"
     if failing:
         from .errors import UnsupportedOpError
         from braze.passes.report import short_location

@@ -1,6 +1,8 @@
 // RUN: braze-opt %s --split-input-file -p fusion-cpu-codegen | FileCheck %s
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{data-tiling=off}' | FileCheck %s --check-prefix=OFF
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{data-tiling=on}' | FileCheck %s --check-prefix=ON
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=off}' | FileCheck %s --check-prefix=NOREASSOC
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=on data-tiling=off}' | FileCheck %s --check-prefix=REASSOC
 
 // A Linear's matmul reads its weight, a constant seen through a transpose: data tiling is on,
 // and the attribute names the contraction that asked for it. The ops are unchanged.
@@ -8,6 +10,7 @@
 // CHECK: linalg.transpose
 // CHECK: linalg.matmul
 // OFF-NOT: braze.data_tiling
+// REASSOC: module attributes {braze.reassociate_reductions = "forced (reassociate=on)"}
 // ON: module attributes {braze.data_tiling = "forced (data-tiling=on)"}
 func.func @linear(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
   %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]]> : tensor<2x8xf32>
@@ -56,4 +59,32 @@ func.func @generic_matmul(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
     linalg.yield %s : f32
   } -> tensor<4x2xf32>
   return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Softmax's row maximum (torch-mlir's max with its index): IREE may reassociate float
+// reductions in this module (a tree per vector, not a scalar chain); reassociate=off: not.
+// CHECK: module attributes {braze.reassociate_reductions = "a arith.maximumf reduction of tensor<4x8xf32>"}
+// NOREASSOC-NOT: braze.reassociate_reductions
+#x = affine_map<(i, j) -> (i, j)>
+#r = affine_map<(i, j) -> (i)>
+func.func @row_max(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xi64>) {
+  %low = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<4xf32>
+  %m0 = linalg.fill ins(%low : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %ei = tensor.empty() : tensor<4xi64>
+  %i0 = linalg.fill ins(%c0 : i64) outs(%ei : tensor<4xi64>) -> tensor<4xi64>
+  %m:2 = linalg.generic {indexing_maps = [#x, #r, #r], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%m0, %i0 : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %mx = arith.maximumf %in, %acc : f32
+    %gt = arith.cmpf ogt, %in, %acc : f32
+    %ni = arith.select %gt, %ji, %idx : i64
+    linalg.yield %mx, %ni : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  return %m#0, %m#1 : tensor<4xf32>, tensor<4xi64>
 }

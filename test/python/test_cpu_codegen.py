@@ -53,6 +53,7 @@ def test_data_tiling_is_chosen_for_weights_and_matches_float64():
     assert any(d.startswith("fusion-cpu-codegen: data tiling") for d in compiled.report.decisions)
     assert any(d.startswith("fusion-conv-to-matmul:") for d in compiled.report.decisions)
     assert "CPU contractions" in compiled.report.table()
+    assert "reassociated" not in compiled.report.cpu_codegen  # no max reduction here
     _check(compiled, model, args)
 
 
@@ -78,8 +79,29 @@ def test_attention_alone_keeps_iree_default():
     args = tuple(torch.randn(2, 3, 16, 8) for _ in range(3))
     compiled = braze.compile(Scores().eval(), *args, cache=False)
     assert compiled.report.cpu_codegen.startswith("IREE's default"), compiled.report.cpu_codegen
+    # softmax's row max: IREE may reassociate float reductions (bench/NOTES.md §34)
+    assert "float reductions reassociated: a arith.maximumf reduction" in compiled.report.cpu_codegen
     want = Scores()(*(a.double() for a in args))
     assert float((compiled(*args).double() - want).abs().max()) < 1e-5
+    kept = braze.compile(Scores().eval(), *args, cache=False, pipeline="fusion-cpu-pipeline{reassociate=off}")
+    assert "reassociated" not in kept.report.cpu_codegen
+    assert float((kept(*args).double() - want).abs().max()) < 1e-5
+
+
+def test_reassociated_softmax_with_nan_and_inf_matches_eager():
+    """A reassociated max is still softmax's max: rows with -inf (masked) and a row with NaN."""
+
+    class Softmax(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    torch.manual_seed(3)
+    x = torch.randn(6, 100) * 10
+    x[1, :50] = float("-inf")
+    x[2, 7] = float("nan")
+    compiled = braze.compile(Softmax().eval(), x, cache=False)
+    assert "reassociated" in compiled.report.cpu_codegen
+    torch.testing.assert_close(compiled(x), torch.softmax(x.double(), -1).float(), equal_nan=True)
 
 
 def test_a_users_flag_overrides_the_choice():
