@@ -86,6 +86,13 @@ def _literal_hooks():
             if npy is None or literal.is_complex() or literal.device.type == "meta":
                 return None
             key = id(literal)
+            if literal.dtype == torch.uint8:
+                # torch-mlir hands a bool tensor over as a fresh uint8 copy at each use: a mask
+                # read by every layer is one constant, found by its bytes
+                import hashlib
+
+                t = literal.detach().cpu().contiguous()
+                key = ("uint8", tuple(t.shape), hashlib.blake2b(t.numpy().tobytes(), digest_size=16).digest())
             if key not in self._attrs:
                 t = literal.detach().cpu().contiguous()
                 if t.dtype.is_floating_point and t.element_size() < 4 and t.dtype != torch.float16:

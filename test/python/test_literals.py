@@ -3,6 +3,11 @@
 braze turns a frozen program's tensors into `torch.vtensor.literal`s from their bytes instead of
 torch-mlir's `np.array(tensor.tolist())`; the imported module must be the same, text for text
 (the resources' hex blobs included), for every dtype the importer takes.
+
+Each tensor is used once: torch-mlir converts a bool tensor to a fresh uint8 tensor at every use,
+and whether its own path then shares one constant between two uses depends on Python reusing
+the freed temporary's id (braze's keeps each temporary alive, so two uses are two equal
+constants): text-identical modules need one use.
 """
 
 import pytest
@@ -30,7 +35,7 @@ class Weights(nn.Module):
     def forward(self, x):
         y = self.f32(x) + self.bf16(x.bfloat16()).float()
         return (y, self.special * 2, self.i64 + 1, self.i32 * 2, self.u8 + 1, self.f16 * 2, self.f64 + 1,
-                self.mask & self.mask, self.strided * 3, x[:, :1] * self.one, self.f32.weight.sum() * x)
+                self.mask & (x[0, :3] > 0), self.strided * 3, x[:, :1] * self.one, self.f32.weight.sum() * x)
 
 
 def _import(model, args, hooks):
@@ -74,3 +79,19 @@ def test_literal_is_a_copy():
     with torch.no_grad():
         model.weight.add_(1.0)
     assert str(imported.module) == before
+
+
+def test_a_mask_used_twice_is_one_constant():
+    """A bool buffer read twice (torch-mlir converts it to a new uint8 tensor at each use) is one
+    constant, as a causal mask read by every layer must be."""
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.rand(4, 4) > 0.5)
+
+        def forward(self, x):
+            return x.masked_fill(self.mask, 0.0) + x.masked_fill(~self.mask, 1.0)
+
+    text, resolved = _import(Masked(), (torch.randn(4, 4),), hooks=True)
+    assert resolved == 2 and text.count("dense_resource<") == 1, text
