@@ -61,10 +61,8 @@ class CpuPipeline(PassPipeline):
                       check=one_of("rational", "iree"))
 
     def expand(self) -> str:
-        conv = ""
-        if self.conv == "im2col":
-            conv = f"fusion-conv-to-matmul{{direct-pixels={self.direct_pixels}}}," if self.direct_pixels else \
-                "fusion-conv-to-matmul,"
+        direct = f"{{direct-pixels={self.direct_pixels}}}" if self.direct_pixels else ""
+        conv = f"fusion-conv-to-matmul{direct}," if self.conv == "im2col" else ""
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
         return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} reassociate={self.reassociate}}}"
 
@@ -163,18 +161,13 @@ AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "ice
 
 
 def cpu_has_avx512(arch: str) -> bool:
-    """Whether code for the LLVM CPU `arch` ('host': this machine, read from /proc/cpuinfo) has
+    """Whether code for the LLVM CPU `arch` ('host': this machine, from /proc/cpuinfo) has
     AVX-512 (avx512f)."""
     if arch != "host":
         return arch in AVX512_CPUS
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return "avx512f" in line.split()
-    except OSError:
-        pass
-    return False
+    from braze.targets import host_cpu_fields
+
+    return "avx512f" in host_cpu_fields().get("flags", "").split()
 
 
 def _fp32_precision() -> str:

@@ -77,7 +77,7 @@ def _literal_hooks():
 
     class Hooks(fxi.FxImporterHooks):
         def __init__(self):
-            self._attrs = {}  # id(tensor) -> (tensor, attribute): a weight used twice is one constant
+            self._attrs = {}  # id(tensor), or a uint8 tensor's bytes -> (tensor, attribute): a weight used twice is one constant
 
         def resolve_literal(self, gni, literal, info):
             if type(literal) not in (torch.Tensor, torch.nn.Parameter) or literal.numel() <= 1:
@@ -85,16 +85,15 @@ def _literal_hooks():
             npy = fxi.TORCH_DTYPE_TO_NPY_TYPE.get(literal.dtype)
             if npy is None or literal.is_complex() or literal.device.type == "meta":
                 return None
+            t = literal.detach().cpu().contiguous()
             key = id(literal)
-            if literal.dtype == torch.uint8:
+            if t.dtype == torch.uint8:
                 # torch-mlir hands a bool tensor over as a fresh uint8 copy at each use: a mask
                 # read by every layer is one constant, found by its bytes
                 import hashlib
 
-                t = literal.detach().cpu().contiguous()
                 key = ("uint8", tuple(t.shape), hashlib.blake2b(t.numpy().tobytes(), digest_size=16).digest())
             if key not in self._attrs:
-                t = literal.detach().cpu().contiguous()
                 if t.dtype.is_floating_point and t.element_size() < 4 and t.dtype != torch.float16:
                     raw = t.view({1: torch.uint8, 2: torch.int16}[t.element_size()]).numpy().view(npy)
                 else:

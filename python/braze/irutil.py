@@ -35,14 +35,15 @@ def all_ops(op, names: str | Iterable[str] | None = None, *, post_order: bool = 
     dialect's Python module (IREE's linalg module alone takes 0.26 s to import: NOTES §32)."""
     wanted = None if names is None else ({names} if isinstance(names, str) else set(names))
     found = []
-    advance = _walk_result(op)
+    bindings = _bindings(op)
+    advance = bindings.WalkResult.ADVANCE
 
     def collect(o):
         if wanted is None or o.name in wanted:
             found.append(o)
         return advance
 
-    op.operation.walk(collect, _walk_order(op, post_order))
+    op.operation.walk(collect, bindings.WalkOrder.POST_ORDER if post_order else bindings.WalkOrder.PRE_ORDER)
     return found
 
 
@@ -51,15 +52,6 @@ def _bindings(op):
     import importlib
 
     return importlib.import_module(type(op.operation).__module__.rsplit("._mlir_libs", 1)[0] + ".ir")
-
-
-def _walk_result(op):
-    return _bindings(op).WalkResult.ADVANCE
-
-
-def _walk_order(op, post_order: bool):
-    order = _bindings(op).WalkOrder
-    return order.POST_ORDER if post_order else order.PRE_ORDER
 
 
 def remap_operands(op, remap: dict) -> None:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -92,23 +93,34 @@ class Target:
         return f"{self.device} {self.arch}"
 
 
-def host_cpu_identity() -> str:
-    """A digest of this machine's CPU model and flags (/proc/cpuinfo's first processor), or
-    platform.processor() where there is no /proc/cpuinfo."""
-    import hashlib
-    import platform
-
-    lines = []
+@functools.lru_cache(maxsize=1)
+def host_cpu_fields() -> dict[str, str]:
+    """This machine's CPU as /proc/cpuinfo's first processor describes it (model name, vendor,
+    flags; ARM's Features and CPU part); {} where there is no /proc/cpuinfo."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if not line.strip():
                     break  # the first processor's block
-                if line.startswith(("model name", "flags", "vendor_id", "Features", "CPU part")):
-                    lines.append(line.strip())
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "flags", "vendor_id", "Features", "CPU part"):
+                    fields[key.strip()] = value.strip()
     except OSError:
-        lines.append(platform.processor() or platform.machine())
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+        pass
+    return fields
+
+
+def host_cpu_identity() -> str:
+    """A digest of this machine's CPU model and flags, or of platform.processor() where there is
+    no /proc/cpuinfo."""
+    import hashlib
+    import platform
+
+    fields = host_cpu_fields()
+    text = "\n".join(f"{k}: {v}" for k, v in sorted(fields.items())) if fields else \
+        (platform.processor() or platform.machine())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def available_devices() -> list[str]:
