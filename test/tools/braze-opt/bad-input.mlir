@@ -11,6 +11,8 @@
 // RUN: not braze-opt %s -p cse --mlir-print-ir-after=nosuchpass 2>&1 | %no-traceback | FileCheck %s --check-prefix=PRINTAFTER
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{nosuch=1}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPEOPTION
 // RUN: not braze-opt %s -p 'fusion-cuda-pipeline{kernels=maybe}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIPECHOICE
+// RUN: not braze-opt %s -p 'fusion-cpu-pipeline{reassociate=always}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=REASSOC
+// RUN: not braze-opt %s -p 'fusion-cpu-pipeline{direct-pixels=-784}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=PIXELS
 // RUN: not braze-opt %s -p 'fusion-generate-kernels{target=sm_90 conv-fp32=fast}' 2>&1 | %no-traceback | FileCheck %s --check-prefix=CHOICE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', '--no-such-flag'], stderr=subprocess.DEVNULL))" | FileCheck %s --check-prefix=USAGE
 // RUN: %PYTHON -c "import subprocess, sys; print('exit', subprocess.call([sys.executable, '-m', 'braze.tools.braze_opt', sys.argv[1]], stderr=subprocess.DEVNULL))" %s | FileCheck %s --check-prefix=EXIT1
@@ -33,6 +35,8 @@
 // A pipeline's options are checked like a pass's.
 // PIPETARGET: braze-opt: error: option 'target' of 'fusion-cuda-pipeline' names no CUDA target braze compiles for: 'sm_99'
 // PIPECHOICE: braze-opt: error: option 'kernels' of 'fusion-cuda-pipeline' is auto, on or off, got 'maybe'
+// REASSOC: braze-opt: error: option 'reassociate' of 'fusion-cpu-pipeline' is auto, on or off, got 'always'
+// PIXELS: braze-opt: error: option 'direct-pixels' of 'fusion-cpu-pipeline' must be at least 0, got -784
 // CHOICE: braze-opt: error: option 'conv-fp32' of 'fusion-generate-kernels' is tf32, tf32x3, off or im2col, got 'fast'
 // PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernel-tiles, kernels, target, tuning-cache)
 // Printing after a pass that does not exist is an error, as in mlir-opt.
