@@ -110,6 +110,31 @@ def test_pass_takes_the_epilogue_through_reshapes(tmp_path):
         _close(got, want, model.half()(x, residual).reshape(30, 24))
 
 
+_RAGGED_OPS = (("%0", "addf", ["acc", "in0"], "f32", None),       # + residual [M, N]
+               ("%1", "mulf", ["%0", "in1"], "f32", None),        # * a per-row scale [M]
+               ("%2", "cmpf", ["%1", 0.0], "i1", 2),              # > 0
+               ("%3", "mulf", ["%1", "in2"], "f32", None),        # leaky slope, a scalar
+               ("%4", "select", ["%2", "%1", "%3"], "f32", None),
+               ("%5", "truncf", ["%4"], "f16", None))
+
+
+def _ragged_case(m, n, k, layout, tile, tmp_path):
+    """The template at `tile` on [m, k] x B with a residual, a per-row scale and a leaky ReLU in
+    its epilogue, against torch in float64."""
+    a = torch.randn(m, k).half()
+    b = torch.randn(n, k).half() if layout == "nk" else torch.randn(k, n).half()
+    res, col, s = torch.randn(m, n).half(), torch.randn(m).float(), torch.tensor(0.25).half()
+    spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
+                    inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
+                    ops=_RAGGED_OPS, result="%5", tile=tile)
+    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)
+    bt = b.double().T if layout == "nk" else b.double()
+    y = (a.double() @ bt + res.double()) * col.double()[:, None]
+    want = torch.where(y > 0, y, y * 0.25)
+    eager = torch.where(y > 0, y, y * 0.25).half()  # the one rounding eager makes
+    _close(got, want, eager + 0 * want)
+
+
 @pytest.mark.parametrize("variant", [(), (3,), (3, 0, 2), (1, 1), (1, 0, 5), (1, 1, 5), (1, 0, 4, 1), (1, 1, 3, 1)],
                          ids=["whole-k", "split-k", "split-k-tail", "tma", "stream-k", "stream-k-tma", "persistent",
                               "persistent-tma"])
@@ -119,27 +144,19 @@ def test_template_layouts_inputs_and_ragged_edges(layout, variant, tmp_path):
     m, n, k = 33, 65, 48  # no multiple of the tile in M, N or K
     if variant[1:2] == (1,) and layout == "kn":
         n = 72  # TMA reads [K, N] rows of a multiple of 16 bytes (still no multiple of the tile)
-    a = torch.randn(m, k).half()
-    b = torch.randn(n, k).half() if layout == "nk" else torch.randn(k, n).half()
-    res, col, s = torch.randn(m, n).half(), torch.randn(m).float(), torch.tensor(0.25).half()
-    ops = (("%0", "addf", ["acc", "in0"], "f32", None),       # + residual [M, N]
-           ("%1", "mulf", ["%0", "in1"], "f32", None),        # * a per-row scale [M]
-           ("%2", "cmpf", ["%1", 0.0], "i1", 2),              # > 0
-           ("%3", "mulf", ["%1", "in2"], "f32", None),        # leaky slope, a scalar
-           ("%4", "select", ["%2", "%1", "%3"], "f32", None),
-           ("%5", "truncf", ["%4"], "f16", None))
-    spec = GemmSpec(m=m, n=n, k=k, a="f16", b="f16", b_layout=layout, out="f16",
-                    inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "scalar")),
-                    ops=ops, result="%5", tile=(32, 32, 16, 4, 2) + variant)
-    got = _run_interpreted(spec, (a, b, res, col, s), tmp_path)  # split 3: 1 + 1 K steps each; stream-K:
-    # 6 tiles x 3 K steps over 5 programs, so tiles are cut between programs at different steps;
-    # persistent: 6 tiles over 4 (or 3) programs, so some programs take two tiles; split-k-tail:
-    # the first 2 tiles whole, the other 4 split 3 ways
-    bt = b.double().T if layout == "nk" else b.double()
-    y = (a.double() @ bt + res.double()) * col.double()[:, None]
-    want = torch.where(y > 0, y, y * 0.25)
-    eager = torch.where(y > 0, y, y * 0.25).half()  # the one rounding eager makes
-    _close(got, want, eager + 0 * want)
+    # split 3: 1 + 1 K steps each; stream-K: 6 tiles x 3 K steps over 5 programs, so tiles are
+    # cut between programs at different steps; persistent: 6 tiles over 4 (or 3) programs, so
+    # some programs take two tiles; split-k-tail: the first 2 tiles whole, the other 4 split 3 ways
+    _ragged_case(m, n, k, layout, (32, 32, 16, 4, 2) + variant, tmp_path)
+
+
+@pytest.mark.parametrize("variant", [(), (3,), (3, 0, 2)], ids=["whole-k", "split-k", "split-k-tail"])
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+def test_template_tile_of_two_dots(layout, variant, tmp_path):
+    """A tile 48 = 32 + 16 columns wide (two dots side by side, as 96 = 64 + 32 on the GPU): N
+    = 100 leaves a last tile of 4 columns, inside the first dot's; M and K no multiple either."""
+    torch.manual_seed(11)
+    _ragged_case(45, 100, 40, layout, (32, 48, 16, 4, 2) + variant, tmp_path)
 
 
 @pytest.mark.parametrize("variant", [(1, 1, 3, 1), (1, 0, 5)], ids=["persistent-tma", "stream-k"])
@@ -158,7 +175,8 @@ def test_template_float32_persistent(variant, tmp_path):
 @pytest.mark.parametrize("m", [1, 33, 130])
 def test_template_with_m_per_call(m, tmp_path):
     """One kernel for every M (a dynamic build's): tiled for M = 1024, run at ragged M's with a
-    residual [M, N], a per-row scale [M] and a bias [N] against float64."""
+    residual [M, N], a per-row scale [M] and a bias [N] against float64 (at M = 33 with tiles
+    of two dots, 48 = 32 + 16 columns)."""
     torch.manual_seed(m)
     n, k = 65, 48
     a, b = torch.randn(m, k).half(), torch.randn(n, k).half()
@@ -167,7 +185,7 @@ def test_template_with_m_per_call(m, tmp_path):
            ("%2", "addf", ["%1", "in2"], "f32", None), ("%3", "truncf", ["%2"], "f16", None))
     spec = GemmSpec(m=1024, n=n, k=k, a="f16", b="f16", b_layout="nk", out="f16", dynamic_m=True,
                     inputs=(Input("f16", "full"), Input("f32", "col"), Input("f16", "row")),
-                    ops=ops, result="%3", tile=(32, 32, 16, 4, 2))
+                    ops=ops, result="%3", tile=(32, 48 if m == 33 else 32, 16, 4, 2))
     got = _run_interpreted(spec, (a, b, res, col, bias), tmp_path)
     assert got.shape == (m, n)
     y = (a.double() @ b.double().T + res.double()) * col.double()[:, None] + bias.double()
@@ -246,6 +264,12 @@ def test_spec_check_names_the_problem():
         bad[field] = value
         with pytest.raises(ValueError, match=words):
             GemmSpec.from_json(json.dumps(bad))
+    dataclasses.replace(good, tile=(64, 96, 64, 4, 5, 2, 0, 66)).check()  # two dots, K split, whole tiles
+    for tile, words in (((48, 64, 64, 4, 4), "BM and BK are powers of 2"), ((64, 64, 48, 4, 4), "BM and BK"),
+                        ((64, 40, 64, 4, 4), "multiple of 16"), ((64, 96, 64, 4, 4, 1, 1), "without TMA"),
+                        ((64, 96, 64, 4, 4, 1, 0, 132, 1), "not persistent"), ((64, 96, 64, 4, 4, 1, 0, 132), "stream-K")):
+        with pytest.raises(ValueError, match=words):
+            dataclasses.replace(good, tile=tile).check()
 
 
 def test_sm90_artifact_holds_wgmma_kernels(tmp_path):
@@ -344,13 +368,15 @@ def test_generated_kernels_on_the_gpu(dtype, m, k, n):
     assert err <= 4 * own + 1e-6, (err, own)
 
 
-@pytest.mark.parametrize("stride,padding,dilation,split", [(1, 1, 1, 1), (2, 3, 1, 1), (1, 0, 2, 1), (1, 1, 1, 2),
-                                                           (1, 1, 1, (2, 0, 3))])
-def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_path):
+@pytest.mark.parametrize("stride,padding,dilation,split,bn", [(1, 1, 1, 1, 32), (2, 3, 1, 1, 32), (1, 0, 2, 1, 32),
+                                                              (1, 1, 1, 2, 32), (1, 1, 1, (2, 0, 3), 32),
+                                                              (2, 1, 1, 2, 48)])
+def test_conv_template_is_the_convolution(stride, padding, dilation, split, bn, tmp_path):
     """The implicit GEMM (gathered input, NCHW store, per-channel and whole-tensor epilogue
-    operands) against torch's conv2d in float64, on a shape no tile divides."""
+    operands) against torch's conv2d in float64, on a shape no tile divides (48 = 32 + 16
+    output channels a tile: two dots, 37 channels leaving the second partly empty)."""
     torch.manual_seed(5)
-    n, c, h, w, f, kh, kw = 2, 3, 11, 9, 5, 3, 3
+    n, c, h, w, f, kh, kw = 2, 3, 11, 9, 5 if bn == 32 else 37, 3, 3
     oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
     ow = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
     x, weight, bias = torch.randn(n, c, h, w), torch.randn(f, c, kh, kw), torch.randn(f)
@@ -360,7 +386,7 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, split, tmp_
                     ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
                          ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2",
                     conv=(n, c, h, w, kh, kw, stride, stride, dilation, dilation, padding, padding, oh, ow),
-                    tile=(32, 32, 16, 4, 2) + _split_entries(split))
+                    tile=(32, bn, 16, 4, 2) + _split_entries(split))
     got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous(), bias, residual), tmp_path)
     want = torch.relu(torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=stride,
                                                  padding=padding, dilation=dilation) + residual.double())
@@ -803,7 +829,8 @@ def test_tma_tile_binds_the_descriptor_scratch(tmp_path):
 def test_cost_model_picks_the_measured_winners():
     """The cost model's tiles where bench/NOTES.md measured them: 16-bit GEMMs with two waves
     of 128x256 tiles as persistent TMA kernels (§27), unless a row is not a multiple of 16
-    bytes (no TMA: the plain 128x256 tile); long-K GEMMs with idle SMs split K (§26)."""
+    bytes (no TMA: the plain 128x256 tile); long-K GEMMs with idle SMs split K (§26); 96-wide
+    tiles where they make one wave and 64x64 tiles a second, partial one (§35)."""
     from braze.kernels import gemm
 
     def tile(m, n, k, **kw):
@@ -813,7 +840,10 @@ def test_cost_model_picks_the_measured_winners():
     assert tile(4096, 4096, 1001) == (128, 256, 64, 8, 3)  # rows of 2002 bytes: no TMA
     assert tile(4096, 4096, 1024, batch=2) == (128, 256, 64, 8, 3)  # persistent kernels take plain matmuls
     assert tile(256, 1024, 4096) == (64, 64, 64, 4, 4, 4)
-    assert tile(1024, 768, 3072) == (64, 64, 128, 4, 3)
+    assert tile(1024, 768, 3072) == (64, 96, 64, 4, 5)  # 128 tiles 96 wide: one wave (§35)
+    assert tile(1024, 768, 768) == (64, 96, 64, 4, 5)
+    assert tile(1024, 3072, 768) == (64, 64, 64, 4, 4)  # 768 tiles of 64x64: 5.8 waves beat 3.9 of 64x96
+    assert tile(1024, 3072, 3072) == (64, 64, 128, 4, 3)
 
 
 def test_a_tile_too_large_for_shared_memory_is_named(monkeypatch):

@@ -195,6 +195,13 @@ def split_buffers(spec: GemmSpec) -> tuple[int, int] | None:
     return tiles(spec), tiles(spec) * s * spec.tile[0] * spec.tile[1]
 
 
+def chunks(bn: int) -> tuple[int, ...]:
+    """A tile's columns as the dots that compute them side by side: BN's powers of 2, widest
+    first (96 -> 64 + 32). Triton's blocks are powers of 2; wgmma's N need not be, and a 96-wide
+    tile is what fills 132 SMs in one wave at N = 768 (bench/NOTES.md §35)."""
+    return tuple(1 << b for b in reversed(range(bn.bit_length())) if bn >> b & 1)
+
+
 def source(spec: GemmSpec) -> str:
     """The Python source of the spec's Triton kernel (tile constants are parameters)."""
     if spec.depthwise:
@@ -207,15 +214,12 @@ def source(spec: GemmSpec) -> str:
     m = m_text(spec)  # the number, or the argument M (the batch terms below are 0 then: no batch)
     s = split(spec)
     e_params = "".join(f"e{i}_ptr, " for i in range(len(spec.inputs)))
-    if spec.b_layout == "nk":
-        b_ptrs = f"b_ptr + batch_id * {n * k} + rn[None, :] * {k} + (k0 + rk)[:, None]"
-        b_step = "BK"
-    else:
-        b_ptrs = f"b_ptr + batch_id * {n * k} + (k0 + rk)[:, None] * {n} + rn[None, :]"
-        b_step = f"BK * {n}"
+    widths = chunks(spec.tile[1])
+    # one dot: rn, b_ptrs, acc; several: rn0, rn1, ... (each chunk's columns start at its offset)
+    parts = [("" if len(widths) == 1 else str(j), sum(widths[:j]), w) for j, w in enumerate(widths)]
     precision = f', input_precision="{spec.precision}"' if spec.precision else ""
     if tma(spec):
-        a_setup, a_load, b_ptrs, b_load = _tma_parts(spec)
+        a_setup, a_load, b_desc, b_load = _tma_parts(spec)
         c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
     elif spec.conv:
         a_setup, a_load, c_offs = _conv_parts(spec)
@@ -224,10 +228,26 @@ def source(spec: GemmSpec) -> str:
         a_load = (f"        a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)\n"
                   "        a_ptrs += BK")
         c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
-    if not tma(spec):
-        b_load = (f"        b = tl.load(b_ptrs, mask=(rn[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)\n"
-                  f"        b_ptrs += {b_step}")
-    finish = epilogue_lines(spec) + [f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"]
+    columns, b_setup, dots = [], [], []
+    for c, off, w in parts:
+        width = "BN" if len(widths) == 1 else str(w)
+        columns.append(f"    rn{c} = pid_n * BN + {f'{off} + ' if off else ''}tl.arange(0, {width})")
+        if tma(spec):
+            b_setup.append(f"    b_desc = {b_desc}")
+            dots.append(f"{b_load}\n        acc = tl.dot(a, b, acc{precision})")
+        else:
+            if spec.b_layout == "nk":
+                at, step = f"rn{c}[None, :] * {k} + (k0 + rk)[:, None]", "BK"
+            else:
+                at, step = f"(k0 + rk)[:, None] * {n} + rn{c}[None, :]", f"BK * {n}"
+            b_setup.append(f"    b_ptrs{c} = b_ptr + batch_id * {n * k} + {at}")
+            dots.append(f"        b{c} = tl.load(b_ptrs{c}, mask=(rn{c}[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)\n"
+                        f"        b_ptrs{c} += {step}\n"
+                        f"        acc{c} = tl.dot(a, b{c}, acc{c}{precision})")
+        b_setup.append(f"    acc{c} = tl.zeros((BM, {width}), dtype=tl.float32)")
+    e_args = "".join(f"e{i}_ptr, " for i in range(len(spec.inputs)))
+    m_arg = "M, " if spec.dynamic_m else ""
+    finish = [f"_epilogue(acc{c}, rm, rn{c}, batch_id, {e_args}c_ptr, {m_arg}BM, {w})" for c, _, w in parts]
     if s == 1:
         params, split_setup, steps = "c_ptr, M" if spec.dynamic_m else "c_ptr", "    k0 = 0", f"({k} + BK - 1) // BK"
         tail = textwrap.indent("\n".join(finish), " " * 4)
@@ -246,26 +266,42 @@ def source(spec: GemmSpec) -> str:
                            f"    pid = tl.program_id(0) // {s}\n"
                            f"    k0 = part * STEPS * BK")
             steps = "STEPS"
+        # the workspace holds a tile's SPLIT partials [BM, BN] chunk by chunk: [SPLIT, BM, width] each
+        stores, sums = [], []
+        for (c, off, width), line in zip(parts, finish):
+            stores += [f"ws{c} = ws_ptr + tile * (SPLIT * BM * BN) + {f'SPLIT * BM * {off} + ' if off else ''}"
+                       f"tl.arange(0, BM)[:, None] * {width} + tl.arange(0, {width})[None, :]",
+                       f"tl.store(ws{c} + part * (BM * {width}), acc{c})"]
+            sums += [f'    acc{c} = tl.load(ws{c}, cache_modifier=".cg")',
+                     "    for j in range(1, SPLIT):",
+                     f'        acc{c} += tl.load(ws{c} + j * (BM * {width}), cache_modifier=".cg")',
+                     f"    {line}"]
         tail = textwrap.indent("\n".join([
             "tile = batch_id * tiles_m * tiles_n + pid",
-            "ws = ws_ptr + tile * (SPLIT * BM * BN) + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]",
-            "tl.store(ws + part * (BM * BN), acc)",
+            *stores,
             "tl.debug_barrier()  # every thread's partial is written before the count says so",
             'arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")',
             "if arrived == SPLIT - 1:",
             "    tl.debug_barrier()",
-            '    acc = tl.load(ws, cache_modifier=".cg")',
-            "    for j in range(1, SPLIT):",
-            '        acc += tl.load(ws + j * (BM * BN), cache_modifier=".cg")',
-            *("    " + line for line in finish)]), " " * 4)
+            *sums]), " " * 4)
         if w:
             tail = textwrap.indent("\n".join(["if whole:", *("    " + line for line in finish), "else:"]), " " * 4) + \
                 "\n" + textwrap.indent(tail, "    ")
+    epilogue = "\n".join("    " + line for line in [
+        f"mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})", f"c_offs = {c_offs}", *epilogue_lines(spec),
+        f"tl.store(c_ptr + c_offs, out.to({TL_TYPES[spec.out]}), mask=mask_mn)"])
+    newline = "\n"
     return f'''\
 # Generated by braze (braze.kernels.gemm) for: {spec.describe()}
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
+
+
+@triton.jit
+def _epilogue(acc, rm, rn, batch_id, {e_params}c_ptr, {m_arg}BM: tl.constexpr, BN: tl.constexpr):
+    """The epilogue and the masked store of the [BM, BN] block of output at rm x rn."""
+{epilogue}
 
 
 @triton.jit
@@ -283,18 +319,14 @@ def {kernel_name(spec)}(a_ptr, b_ptr, {e_params}{params},
     pid_m = first_m + ((pid % in_group) % group_m)
     pid_n = (pid % in_group) // group_m
     rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
+{newline.join(columns)}
     rk = tl.arange(0, BK)
 {a_setup}
-    {"b_desc" if tma(spec) else "b_ptrs"} = {b_ptrs}
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+{newline.join(b_setup)}
     for kk in range(0, {steps}):
         k_left = {k} - k0 - kk * BK
 {a_load}
-{b_load}
-        acc = tl.dot(a, b, acc{precision})
-    mask_mn = (rm[:, None] < {m}) & (rn[None, :] < {n})
-    c_offs = {c_offs}
+{newline.join(dots)}
 {tail}
 '''
 
@@ -599,6 +631,15 @@ TILE_16_LARGE = (128, 256, 64, 8, 3)
 """Where it makes 2 waves; as a persistent kernel with TMA loads where the spec takes one
 (`_persistent_tma`)."""
 TILE_16 = (64, 64, 64, 4, 4)
+TILE_16_WIDE = (64, 96, 64, 4, 5)
+"""64 + 32 columns (two dots): where 64x64 tiles make a second, partial wave and 96-wide ones
+fit in fewer, as 1024x768 (BERT's FFN down and attention output) makes 192 tiles of 64x64 on
+132 SMs but 128 of 64x96, one wave (cuBLAS's own tile there is 96x64). Measured (bench/NOTES.md
+§35, one kernel with CUDA-graph launches beside cuBLAS's, two GPU runs): 1024x768x3072 14.2 ->
+11.7-12.1 µs (0.64-0.74x -> 0.78-0.87x cuBLAS), 1024x768x768 5.6 -> 5.0-5.4 (0.88-0.90x ->
+0.92-0.99x). A 64x96 program does 1.5 tiles' work in 1.64-1.70x a 64x64 one's time."""
+TILES_16 = ((64, 64, 64, 4, 4, 1.0), TILE_16_WIDE + (0.9,))
+"""The two plain 16-bit tiles the cost model weighs by waves (see TILE_16_WIDE)."""
 TILES_TF32X3 = (
     # (BM, BN, BK, warps, stages, relative efficiency of a full tile)
     (128, 64, 32, 8, 3, 0.9),
@@ -713,9 +754,12 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
         tile = _persistent_tma(spec, TILE_16_LARGE, sms)
     elif _split(spec, sms, 64, 64) > 1:
         tile = TILE_16 + (_split(spec, sms, 64, 64),)
-    else:  # more programs where 64x64 would leave SMs idle; longer K steps for long K loops
-        bn = 32 if _programs(spec, 64, 64) < sms else 64
-        tile = (64, bn, 128, 4, 3) if spec.k >= 2048 else (64, bn, 64, 4, 4)
+    elif _programs(spec, 64, 64) < sms:  # more programs where 64x64 would leave SMs idle
+        tile = (64, 32, 128, 4, 3) if spec.k >= 2048 else (64, 32, 64, 4, 4)
+    elif _cheapest(spec, sms, TILES_16) == TILE_16_WIDE:
+        tile = TILE_16_WIDE
+    else:  # longer K steps for long K loops
+        tile = (64, 64, 128, 4, 3) if spec.k >= 2048 else (64, 64, 64, 4, 4)
     bm, bn, bk, warps, stages, *rest = tile
     bk = min(bk, max(16, 1 << (spec.k - 1).bit_length()))  # no K tile longer than K itself
     return (bm, bn, bk, warps, stages, *rest)
@@ -780,7 +824,8 @@ def options(spec: GemmSpec) -> tuple[int, int]:
 
 
 TUNE_16 = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
-           (64, 64, 64, 4, 4), (64, 64, 128, 4, 3), (64, 32, 128, 4, 3), (128, 64, 32, 4, 5))
+           (64, 64, 64, 4, 4), (64, 64, 128, 4, 3), (64, 32, 128, 4, 3), (128, 64, 32, 4, 5), TILE_16_WIDE,
+           (64, 96, 64, 4, 4))
 TUNE_TF32X3 = ((128, 64, 32, 8, 3), (64, 64, 32, 4, 4), (64, 32, 32, 4, 4), (128, 128, 32, 8, 3),
                (64, 128, 32, 4, 3))
 TUNE_TF32 = ((128, 256, 32, 8, 4), (128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3),

@@ -185,6 +185,13 @@ class GemmSpec(_Spec):
                           or self.tile[8:] not in ((), (0,), (1,))):
             raise ValueError(f"tile is (BM, BN, BK, warps, stages[, split K[, TMA 0/1[, persistent programs[, "
                              f"stream-K 0 / data-parallel 1]]]]) of positive sizes, got {self.tile}")
+        if self.tile and not self.depthwise and any(x & (x - 1) for x in (self.tile[0], self.tile[2])):
+            raise ValueError(f"tile {self.tile}: BM and BK are powers of 2 (Triton's blocks)")
+        bn = self.tile[1] if self.tile else 1
+        if bn & (bn - 1) and (bn % 16 or self.depthwise or self.tile[6:7] == (1,) or self.tile[8:] == (1,)
+                              or (self.tile[7:8] not in ((), (0,)) and self.tile[5] == 1)):
+            raise ValueError(f"tile {self.tile}: a BN that is not a power of 2 (dots of its powers of 2 side by side, "
+                             "96 = 64 + 32) is a multiple of 16, read without TMA and not persistent or stream-K")
         if self.tile[7:8] not in ((), (0,)) and self.tile[5] == 1 and (self.conv or self.batch):
             raise ValueError("a persistent kernel (stream-K or data-parallel) takes a plain matmul")
         if self.tile[7:8] not in ((), (0,)) and self.tile[5] > 1 and (self.depthwise or self.tile[8:] == (1,)):
