@@ -34,48 +34,37 @@ SHAPES = {
 }
 
 VARIANTS = {
-    # (BM, BN0, BN1, BK, warps, stages, split, fix, even)
+    # (BM, BN0, BN1, BK, warps, stages, split, fix, even, tma)
     "ffn_down_1024x768x3072": [
-        (64, 64, 0, 128, 4, 3, 1, 0, 0),   # the cost model's tile today
-        (64, 64, 0, 128, 4, 3, 1, 0, 1),
-        (64, 64, 32, 64, 4, 5, 1, 0, 0),   # the first run's best (bench/results/gemm-shapes-*-2026-12-04.txt)
-        (64, 64, 32, 64, 4, 5, 1, 0, 1),
-        (64, 64, 32, 64, 4, 6, 1, 0, 1),
-        (64, 64, 32, 64, 4, 7, 1, 0, 1),
-        (64, 64, 32, 64, 4, 8, 1, 0, 1),
-        (64, 64, 32, 32, 4, 8, 1, 0, 1),
-        (64, 64, 32, 32, 4, 10, 1, 0, 1),
-        (64, 64, 32, 128, 4, 4, 1, 0, 1),
-        (128, 64, 32, 64, 8, 4, 2, 1, 1),
-        (128, 64, 32, 64, 8, 5, 2, 1, 1),
-        (128, 128, 0, 64, 8, 4, 2, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0),   # the cost model's since the second run
+        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1),
+        (64, 64, 32, 64, 4, 6, 1, 0, 0, 1),
+        (64, 64, 32, 128, 4, 3, 1, 0, 0, 1),
+        (64, 64, 32, 128, 4, 4, 1, 0, 0, 1),
+        (128, 64, 32, 64, 8, 4, 2, 1, 0, 1),
+        (128, 128, 0, 64, 8, 4, 2, 1, 0, 1),
+        (128, 128, 0, 64, 8, 3, 2, 1, 0, 1),
+        (64, 128, 64, 64, 4, 4, 2, 1, 0, 1),
     ],
     "proj_1024x768x768": [
-        (64, 64, 0, 64, 4, 4, 1, 0, 0),    # the cost model's
-        (64, 64, 0, 64, 4, 4, 1, 0, 1),
-        (64, 64, 32, 64, 4, 4, 1, 0, 1),
-        (64, 64, 32, 64, 4, 5, 1, 0, 1),
-        (64, 64, 32, 64, 4, 6, 1, 0, 1),
-    ],
-    "mlp_down_256x1024x4096": [
-        (64, 64, 0, 64, 4, 4, 4, 0, 0),    # the cost model's (split 4)
-        (64, 64, 0, 64, 4, 4, 4, 0, 1),
-        (64, 64, 0, 64, 4, 6, 4, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0),
+        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1),
     ],
 }
 
 PROBES = {
     # (shape, variant): grids to launch it at besides its own, to time a lone program (or
     # a lone tile's parts) against a full wave: latency-bound programs take as long alone
-    "ffn_down_1024x768x3072": [((64, 64, 32, 64, 4, 5, 1, 0, 1), (1, 32, 64, 96)),
-                               ((128, 64, 32, 64, 8, 4, 2, 1, 1), (2, 32, 64, 96)),
-                               ((128, 128, 0, 64, 8, 4, 2, 0, 1), (2, 32, 64))],
+    "ffn_down_1024x768x3072": [((64, 64, 32, 64, 4, 5, 1, 0, 0, 1), (1, 64)),
+                               ((128, 128, 0, 64, 8, 4, 2, 1, 0, 1), (2, 48))],
 }
 
 
 def tag(v) -> str:
-    bm, bn0, bn1, bk, w, s, split, fix, even = v
-    return f"{bm}x{bn0}+{bn1}x{bk}w{w}s{s}k{split}f{fix}" + ("e" if even else "")
+    bm, bn0, bn1, bk, w, s, split, fix, even, tma = v
+    return f"{bm}x{bn0}+{bn1}x{bk}w{w}s{s}k{split}f{fix}" + ("e" if even else "") + ("t" if tma else "")
 
 
 def _name(shape: str, v) -> str:
@@ -96,7 +85,7 @@ def build(folder: Path) -> int:
     for shape, variants in VARIANTS.items():
         m, n, k = SHAPES[shape]
         for v in variants:
-            bm, bn0, bn1, bk, warps, stages, split, fix, even = v
+            bm, bn0, bn1, bk, warps, stages, split, fix, even, tma = v
             name = _name(shape, v)
             path = folder / f"{name}.py"
             path.write_text(text.replace("def gemm(", f"def {name}("))
@@ -104,7 +93,7 @@ def build(folder: Path) -> int:
             sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "bias_ptr": "*bf16", "cnt_ptr": "*i32", "c_ptr": "*bf16",
                    "ws_ptr": "*fp32"}
             consts = {"M": m, "N": n, "K": k, "BM": bm, "BN0": bn0, "BN1": bn1, "BK": bk, "SPLIT": split,
-                      "FIX": fix, "GROUP_M": 8, "EVEN": even}
+                      "FIX": fix, "GROUP_M": 8, "EVEN": even, "TMA": tma}
             sig.update({c: "constexpr" for c in consts})
             src = ASTSource(fn, signature=sig, constexprs=consts, attrs={(i,): [["tt.divisibility", 16]] for i in range(6)})
             try:
@@ -118,11 +107,12 @@ def build(folder: Path) -> int:
                 print(f"{shape} {tag(v)}: {shared} bytes of shared memory, over sm_90's 227 KiB")
                 continue
             (folder / f"{name}.ptx").write_text(compiled.asm["ptx"])
+            scratch = int(getattr(compiled.metadata, "global_scratch_size", 0) or 0)
             tiles = -(-m // bm) * -(-n // (bn0 + bn1))
             manifest.append({"shape": shape, "variant": list(v), "name": name, "shared": shared, "warps": warps,
                              "grid": tiles * split, "tiles": tiles,
                              "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
-                             "probes": dict(PROBES.get(shape, ())).get(v, ())})
+                             "probes": dict(PROBES.get(shape, ())).get(v, ()), "scratch": scratch})
             print(f"{shape} {tag(v)}: {tiles * split} programs, {shared} B shared, "
                   f"{manifest[-1]['wgmma']} wgmma in the PTX", flush=True)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -144,7 +134,7 @@ class _Kernels:
         for e in self.manifest:
             module = self.driver.load_module((folder / f"{e['name']}.ptx").read_text())
             self.fns[e["name"]] = self.driver.function(module, e["name"], e["shared"])
-        self.data = {}
+        self.data, self.scratch = {}, {}
         for shape, (m, n, k) in SHAPES.items():
             gen = torch.Generator(device="cuda").manual_seed(m * 7 + n * 5 + k)
             x = torch.randn(m, k, device="cuda", generator=gen).bfloat16()
@@ -160,7 +150,12 @@ class _Kernels:
         import torch
 
         x, w, b, _, ws, cnt = self.data[e["shape"]]
-        ptrs = [x.data_ptr(), w.data_ptr(), b.data_ptr(), cnt.data_ptr(), out.data_ptr(), ws.data_ptr(), 0, 0]
+        scratch = 0
+        if e.get("scratch"):  # TMA descriptors made on the device: a slot a program
+            if e["name"] not in self.scratch:
+                self.scratch[e["name"]] = torch.empty(e["grid"] * e["scratch"], device="cuda", dtype=torch.uint8)
+            scratch = self.scratch[e["name"]].data_ptr()
+        ptrs = [x.data_ptr(), w.data_ptr(), b.data_ptr(), cnt.data_ptr(), out.data_ptr(), ws.data_ptr(), scratch, 0]
         cells = [ctypes.c_void_p(p) for p in ptrs]
         params = (ctypes.c_void_p * len(cells))(*[ctypes.cast(ctypes.byref(c), ctypes.c_void_p) for c in cells])
         stream = torch.cuda.current_stream().cuda_stream

@@ -4,7 +4,8 @@ template does not have yet: a tile BN0 + BN1 columns wide (two dots, so 96 = 64 
 are possible though Triton's blocks are powers of 2); for split K in two, a fixup where the
 first program to finish stores its partial and the second adds it to its own accumulator
 (FIX 1) instead of both storing and the last reading both back (FIX 0, the template's); and
-EVEN 1, loads without masks where every tile is whole and the parts' K steps divide K."""
+EVEN 1, loads without masks where every tile is whole and the parts' K steps divide K; TMA 1,
+A and B through TMA descriptors made on the device."""
 
 import triton
 import triton.language as tl
@@ -21,7 +22,8 @@ def _chunk_store(acc, rm, rn, bias_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr)
 def gemm(a_ptr, b_ptr, bias_ptr, cnt_ptr, c_ptr, ws_ptr,
          M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
          BM: tl.constexpr, BN0: tl.constexpr, BN1: tl.constexpr, BK: tl.constexpr,
-         SPLIT: tl.constexpr, FIX: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
+         SPLIT: tl.constexpr, FIX: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr,
+         TMA: tl.constexpr):
     BN: tl.constexpr = BN0 + BN1
     STEPS: tl.constexpr = (K + BK * SPLIT - 1) // (BK * SPLIT)
     part = tl.program_id(0) % SPLIT
@@ -44,9 +46,17 @@ def gemm(a_ptr, b_ptr, bias_ptr, cnt_ptr, c_ptr, ws_ptr,
         rn1 = pid_n * BN + BN0 + tl.arange(0, BN1)
         b1_ptrs = b_ptr + rn1[None, :] * K + (k0 + rk)[:, None]
         acc1 = tl.zeros((BM, BN1), dtype=tl.float32)
+    if TMA:  # descriptors made on the device (Triton's global scratch), as braze's TMA tiles make them
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+        b0_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN0, BK])
+        if BN1 > 0:
+            b1_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN1, BK])
     for kk in range(0, STEPS):
         k_left = K - k0 - kk * BK
-        if EVEN:  # every tile whole and K a multiple of the parts' steps: no masks
+        if TMA:
+            a = a_desc.load([pid_m * BM, k0 + kk * BK])
+            b0 = b0_desc.load([pid_n * BN, k0 + kk * BK]).T
+        elif EVEN:  # every tile whole and K a multiple of the parts' steps: no masks
             a = tl.load(a_ptrs)
             b0 = tl.load(b0_ptrs)
         else:
@@ -54,7 +64,9 @@ def gemm(a_ptr, b_ptr, bias_ptr, cnt_ptr, c_ptr, ws_ptr,
             b0 = tl.load(b0_ptrs, mask=(rn0[None, :] < N) & (rk[:, None] < k_left), other=0.0)
         acc0 = tl.dot(a, b0, acc0)
         if BN1 > 0:
-            if EVEN:
+            if TMA:
+                b1 = b1_desc.load([pid_n * BN + BN0, k0 + kk * BK]).T
+            elif EVEN:
                 b1 = tl.load(b1_ptrs)
             else:
                 b1 = tl.load(b1_ptrs, mask=(rn1[None, :] < N) & (rk[:, None] < k_left), other=0.0)
