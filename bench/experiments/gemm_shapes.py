@@ -34,37 +34,45 @@ SHAPES = {
 }
 
 VARIANTS = {
-    # (BM, BN0, BN1, BK, warps, stages, split, fix, even, tma)
+    # (BM, BN0, BN1, BK, warps, stages, split, fix, even, tma, ws)
     "ffn_down_1024x768x3072": [
-        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0),   # the cost model's since the second run
-        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1),
-        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1),
-        (64, 64, 32, 64, 4, 6, 1, 0, 0, 1),
-        (64, 64, 32, 128, 4, 3, 1, 0, 0, 1),
-        (64, 64, 32, 128, 4, 4, 1, 0, 0, 1),
-        (128, 64, 32, 64, 8, 4, 2, 1, 0, 1),
-        (128, 128, 0, 64, 8, 4, 2, 1, 0, 1),
-        (128, 128, 0, 64, 8, 3, 2, 1, 0, 1),
-        (64, 128, 64, 64, 4, 4, 2, 1, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0, 0),   # the cost model's since the second run
+        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1, 1),
+        (64, 64, 32, 64, 4, 6, 1, 0, 0, 1, 1),
+        (64, 64, 32, 128, 4, 3, 1, 0, 0, 1, 1),
+        (128, 128, 0, 64, 4, 3, 2, 0, 0, 1, 1),
+        (128, 128, 0, 64, 4, 4, 2, 0, 0, 1, 1),
+        (128, 64, 32, 64, 4, 4, 2, 0, 0, 1, 1),
+        (128, 64, 32, 64, 4, 5, 2, 0, 0, 1, 1),
+        (64, 128, 64, 64, 4, 4, 2, 0, 0, 1, 1),
+        (128, 128, 0, 64, 4, 4, 1, 0, 0, 1, 1),
     ],
     "proj_1024x768x768": [
-        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0),
-        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1),
-        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 0, 0),
+        (64, 64, 32, 64, 4, 4, 1, 0, 0, 1, 1),
+        (64, 64, 32, 64, 4, 5, 1, 0, 0, 1, 1),
+    ],
+    "mlp_down_256x1024x4096": [
+        (64, 64, 0, 64, 4, 4, 4, 0, 0, 0, 0),    # the cost model's (split 4)
+        (64, 64, 0, 64, 4, 4, 4, 0, 0, 1, 1),
+        (128, 128, 0, 64, 4, 4, 4, 0, 0, 1, 1),
+        (64, 128, 0, 64, 4, 4, 4, 0, 0, 1, 1),
     ],
 }
 
 PROBES = {
     # (shape, variant): grids to launch it at besides its own, to time a lone program (or
     # a lone tile's parts) against a full wave: latency-bound programs take as long alone
-    "ffn_down_1024x768x3072": [((64, 64, 32, 64, 4, 5, 1, 0, 0, 1), (1, 64)),
-                               ((128, 128, 0, 64, 8, 4, 2, 1, 0, 1), (2, 48))],
+    "ffn_down_1024x768x3072": [((64, 64, 32, 64, 4, 5, 1, 0, 0, 1, 1), (1, 64)),
+                               ((128, 128, 0, 64, 4, 4, 2, 0, 0, 1, 1), (2, 48))],
 }
 
 
 def tag(v) -> str:
-    bm, bn0, bn1, bk, w, s, split, fix, even, tma = v
-    return f"{bm}x{bn0}+{bn1}x{bk}w{w}s{s}k{split}f{fix}" + ("e" if even else "") + ("t" if tma else "")
+    bm, bn0, bn1, bk, w, s, split, fix, even, tma, ws = v
+    return (f"{bm}x{bn0}+{bn1}x{bk}w{w}s{s}k{split}f{fix}" + ("e" if even else "") + ("t" if tma else "")
+            + ("W" if ws else ""))
 
 
 def _name(shape: str, v) -> str:
@@ -85,7 +93,7 @@ def build(folder: Path) -> int:
     for shape, variants in VARIANTS.items():
         m, n, k = SHAPES[shape]
         for v in variants:
-            bm, bn0, bn1, bk, warps, stages, split, fix, even, tma = v
+            bm, bn0, bn1, bk, warps, stages, split, fix, even, tma, ws = v
             name = _name(shape, v)
             path = folder / f"{name}.py"
             path.write_text(text.replace("def gemm(", f"def {name}("))
@@ -93,7 +101,7 @@ def build(folder: Path) -> int:
             sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "bias_ptr": "*bf16", "cnt_ptr": "*i32", "c_ptr": "*bf16",
                    "ws_ptr": "*fp32"}
             consts = {"M": m, "N": n, "K": k, "BM": bm, "BN0": bn0, "BN1": bn1, "BK": bk, "SPLIT": split,
-                      "FIX": fix, "GROUP_M": 8, "EVEN": even, "TMA": tma}
+                      "FIX": fix, "GROUP_M": 8, "EVEN": even, "TMA": tma, "WS": ws}
             sig.update({c: "constexpr" for c in consts})
             src = ASTSource(fn, signature=sig, constexprs=consts, attrs={(i,): [["tt.divisibility", 16]] for i in range(6)})
             try:
@@ -109,11 +117,12 @@ def build(folder: Path) -> int:
             (folder / f"{name}.ptx").write_text(compiled.asm["ptx"])
             scratch = int(getattr(compiled.metadata, "global_scratch_size", 0) or 0)
             tiles = -(-m // bm) * -(-n // (bn0 + bn1))
+            warps = int(compiled.metadata.num_warps)  # a warp-specialized kernel has more than asked for
             manifest.append({"shape": shape, "variant": list(v), "name": name, "shared": shared, "warps": warps,
                              "grid": tiles * split, "tiles": tiles,
                              "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
                              "probes": dict(PROBES.get(shape, ())).get(v, ()), "scratch": scratch})
-            print(f"{shape} {tag(v)}: {tiles * split} programs, {shared} B shared, "
+            print(f"{shape} {tag(v)}: {tiles * split} programs of {warps} warps, {shared} B shared, "
                   f"{manifest[-1]['wgmma']} wgmma in the PTX", flush=True)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return 0

@@ -5,7 +5,8 @@ are possible though Triton's blocks are powers of 2); for split K in two, a fixu
 first program to finish stores its partial and the second adds it to its own accumulator
 (FIX 1) instead of both storing and the last reading both back (FIX 0, the template's); and
 EVEN 1, loads without masks where every tile is whole and the parts' K steps divide K; TMA 1,
-A and B through TMA descriptors made on the device."""
+A and B through TMA descriptors made on the device; WS 1, the K loop warp-specialized by Triton
+(with TMA loads and 4 warps, Triton 3.6 gives sm_90 a producer warp group and consumer ones)."""
 
 import triton
 import triton.language as tl
@@ -23,7 +24,7 @@ def gemm(a_ptr, b_ptr, bias_ptr, cnt_ptr, c_ptr, ws_ptr,
          M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
          BM: tl.constexpr, BN0: tl.constexpr, BN1: tl.constexpr, BK: tl.constexpr,
          SPLIT: tl.constexpr, FIX: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr,
-         TMA: tl.constexpr):
+         TMA: tl.constexpr, WS: tl.constexpr):
     BN: tl.constexpr = BN0 + BN1
     STEPS: tl.constexpr = (K + BK * SPLIT - 1) // (BK * SPLIT)
     part = tl.program_id(0) % SPLIT
@@ -51,7 +52,7 @@ def gemm(a_ptr, b_ptr, bias_ptr, cnt_ptr, c_ptr, ws_ptr,
         b0_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN0, BK])
         if BN1 > 0:
             b1_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN1, BK])
-    for kk in range(0, STEPS):
+    for kk in tl.range(0, STEPS, warp_specialize=WS):
         k_left = K - k0 - kk * BK
         if TMA:
             a = a_desc.load([pid_m * BM, k0 + kk * BK])
