@@ -245,9 +245,8 @@ def source(spec: GemmSpec) -> str:
                         f"        b_ptrs{c} += {step}\n"
                         f"        acc{c} = tl.dot(a, b{c}, acc{c}{precision})")
         b_setup.append(f"    acc{c} = tl.zeros((BM, {width}), dtype=tl.float32)")
-    e_args = "".join(f"e{i}_ptr, " for i in range(len(spec.inputs)))
     m_arg = "M, " if spec.dynamic_m else ""
-    finish = [f"_epilogue(acc{c}, rm, rn{c}, batch_id, {e_args}c_ptr, {m_arg}BM, {w})" for c, _, w in parts]
+    finish = [f"_epilogue(acc{c}, rm, rn{c}, batch_id, {e_params}c_ptr, {m_arg}BM, {w})" for c, _, w in parts]
     if s == 1:
         params, split_setup, steps = "c_ptr, M" if spec.dynamic_m else "c_ptr", "    k0 = 0", f"({k} + BK - 1) // BK"
         tail = textwrap.indent("\n".join(finish), " " * 4)
