@@ -225,6 +225,18 @@ def _widens(ew) -> bool:
     return "arith.extf" in _body_ops(ew)
 
 
+def _narrows_to_bf16(ew) -> bool:
+    return ew is not None and any(o.operation.name == "arith.truncf" and isinstance(o.operation.results[0].type,
+                                                                                      ir.BF16Type)
+                                  for o in ew.gen.generic.regions[0].blocks[0].operations)
+
+
+def _widens_bf16(ew) -> bool:
+    return ew is not None and any(o.operation.name == "arith.extf" and isinstance(o.operation.operands[0].type,
+                                                                                  ir.BF16Type)
+                                  for o in ew.gen.generic.regions[0].blocks[0].operations)
+
+
 def _same(a, b) -> bool:
     return a is not None and b is not None and a == b
 
@@ -292,6 +304,7 @@ class FormGroupsPass(ModulePass):
         self._dissolve_broadcast_feeders(g)
         self._peel_contraction_feeders(g)
         self._dissolve_reduction_neighbours(g)
+        self._rejoin_bf16_round_trips(g)
         self._record_reasons(g)
         self._materialize(g, block)
 
@@ -377,6 +390,28 @@ class FormGroupsPass(ModulePass):
                 for u in g.users(m):
                     if op_id(u) in ids:
                         self._set_reason(g, m, u, reason)
+
+    def _rejoin_bf16_round_trips(self, g: _Graph) -> None:
+        """Group a float narrowed to bfloat16 with the op that widens it again, even where the
+        steps above left both to IREE (next to a contraction or reduction).
+
+        IREE 3.13 folds `extf(truncf(x))` to `x` once both are in one dispatch, and it puts
+        them in one when it fuses a matmul's elementwise consumers (its aggressive fusion on
+        the CPU; its default on CUDA), so `y.bfloat16().float() - y` after a matmul came back
+        0 instead of y's rounding error (random graph 151, bench/NOTES.md §30, §37). As one
+        group, fusion-lower-to-linalg rounds the pair in integer ops IREE cannot fold, and
+        the group is still an elementwise consumer IREE fuses into the matmul's dispatch. A
+        widening that feeds only contractions stays apart: IREE fuses it into the matmul's
+        operand loads (bf16 MMA), in a dispatch of its own from the narrowing."""
+        for cn in sorted(g.nodes.values(), key=lambda n: n.order):
+            if cn.ew is None or not _widens_bf16(cn.ew) or _feeds_only_contractions(g, cn.op):
+                continue
+            for v in cn.op.operands:
+                p = g.producer(v)
+                if p is None or g.group_of(p) == cn.group or not _narrows_to_bf16(g.nodes[op_id(p)].ew):
+                    continue
+                if _edge_ok(g.nodes[op_id(p)].ew, cn.ew, v) and not g.try_merge(cn.group, g.group_of(p)):
+                    self._clear_reasons(g, p, cn.op)
 
     def _merge_edge(self, g: _Graph, p, c, value) -> None:
         pe, ce = g.nodes[op_id(p)].ew, g.nodes[op_id(c)].ew

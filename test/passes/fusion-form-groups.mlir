@@ -206,6 +206,44 @@ func.func @matmul_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<
 // -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A bf16 round trip after a matmul is one group although it is next to the contraction (IREE
+// folds extf(truncf(x)) once its epilogue fusion puts both in one dispatch); the subtraction
+// after it stays for IREE to fuse.
+// CHECK-LABEL: func.func @matmul_bf16_round_trip
+//       CHECK:   linalg.matmul
+//       CHECK:   %[[G:.+]] = "fusion.group"
+//       CHECK:     arith.truncf %{{.+}} : f32 to bf16
+//       CHECK:     arith.extf %{{.+}} : bf16 to f32
+//       CHECK:     "fusion.yield"
+//  CHECK-NEXT:   }) {kind = "elementwise"
+//       CHECK:   linalg.generic {{.+}}fusion.unfused = {"0" = "next to a reduction or contraction, left for IREE to fuse into its dispatch"
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     arith.subf
+func.func @matmul_bf16_round_trip(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xbf16>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%0 : tensor<4x4xf32>) outs(%e : tensor<4x4xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x4xbf16>
+  %2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<4x4xbf16>) outs(%c : tensor<4x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %r = arith.extf %in : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %3 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%2, %0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %r = arith.subf %in, %in_0 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  return %3 : tensor<4x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 
 // A chain whose result a reduction reads is left ungrouped: IREE fuses it into the reduction.

@@ -54,3 +54,28 @@ def test_where_aggressive_fusion_fails_to_compile_iree_s_default_dispatches_are_
     assert "IREE dispatch fusion" in m.report.table()
     with pytest.raises(braze.CompileError):  # the user's own flag is not second-guessed
         braze.compile(model, *args, device="cuda", target="sm_90", cache=False, iree_flags=[AGGRESSIVE_FUSION])
+
+
+class RoundTripAfterMatmul(torch.nn.Module):
+    """Each element's bf16 rounding error after a matmul: zero if the round trip is dropped."""
+
+    def forward(self, x, w):
+        y = x @ w
+        return y.to(torch.bfloat16).to(torch.float32) - y
+
+
+@pytest.mark.parametrize("flags", [None, [AGGRESSIVE_FUSION]], ids=["default", "aggressive"])
+def test_a_bf16_round_trip_after_a_matmul_keeps_its_rounding(flags):
+    """IREE 3.13 on the CPU folds extf(truncf(y)) to y once its matmul-epilogue fusion puts
+    both in one dispatch (aggressive fusion: random graph 151 of the differential suite);
+    fusion-form-groups keeps a bf16 round trip in one group, which fusion-lower-to-linalg
+    rounds in integer ops IREE does not fold. Against the rounding of the float64 product."""
+    torch.manual_seed(0)
+    x, w = torch.randn(16, 32), torch.randn(32, 24)
+    m = braze.compile(RoundTripAfterMatmul().eval(), x, w, iree_flags=flags, cache=False)
+    y = (x.double() @ w.double()).float()
+    want = y.to(torch.bfloat16).float() - y
+    got = m(x, w)
+    step = y.abs() * 2.0 ** -7  # a summation order other than float64's may flip a rounding
+    assert got.abs().max() > 0.25 * want.abs().max()
+    assert ((got - want).abs() <= step).float().mean() > 0.95
