@@ -50,9 +50,10 @@ def fingerprint(devices: list[str]) -> dict:
             t0 = time.perf_counter()
             try:
                 lowered = lower(model, *args, example_kwargs=kwargs, device=device, target=TARGETS[device])
-                text, flags = backend.iree_input(lowered.bytecode(), lowered.target, [],
+                text, flags = backend.iree_input(lowered.bytecode(), lowered.target, list(lowered.iree_flags),
                                                  output_storage=backend.default_output_storage(lowered.target),
-                                                 transient_storage=True, float64=lowered.float64)
+                                                 transient_storage=True, float64=lowered.float64,
+                                                 aggressive_fusion=lowered.aggressive_fusion)
                 digest = hashlib.sha256((text + "\n".join(flags)).encode()).hexdigest()[:16]
                 result = f"{digest} groups={len(lowered.report.groups)} configs={len(lowered.report.kernel_configs)}"
             except Exception as e:  # a model that fails is a fingerprint too

@@ -214,9 +214,15 @@ AGGRESSIVE_FUSION = "--iree-dispatch-creation-enable-aggressive-fusion=true"
 """IREE's dispatch formation puts a reduction and the elementwise consumers of its broadcast
 result in one dispatch: a LayerNorm is one kernel instead of two or three. Measured on the H200
 (bench/NOTES.md §22): LayerNorm + GELU 49 -> 21 µs per call, the bf16 TransformerEncoderLayer
-and BERT layer 12 -> 10 and 11 -> 9 kernels, 6-8% faster; results unchanged. On for CUDA, where
-it was measured; `iree_flags=["--iree-dispatch-creation-enable-aggressive-fusion=false"]` turns
-it off (a later flag wins)."""
+and BERT layer 12 -> 10 and 11 -> 9 kernels, 6-8% faster; results unchanged. On the CPU (one
+thread, a 2-core AMD EPYC with AVX-512, bench/NOTES.md §38): LayerNorm + GELU 7.70 -> 6.45 ms
+(3 dispatches -> 1), BERT layer 21.2 -> 20.2, TransformerEncoderLayer 23.3 -> 22.8, none of eight
+workloads slower. §30 had turned it off on the CPU for a wrong answer (a bf16 round trip after a
+matmul folded away), which fusion-form-groups now prevents (§37): on the CPU it is on where that
+pass runs (braze's pipelines; not with fusion=False, the raw toolchain's baseline, where IREE's
+own fusion would fold that round trip). On for CUDA always (Vulkan: not measured);
+`iree_flags=["--iree-dispatch-creation-enable-aggressive-fusion=false"]` turns it off (a later
+flag wins)."""
 
 
 DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
@@ -229,14 +235,15 @@ REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
 braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md §34)."""
 
 
-def _common_flags(target: Target, float64: bool) -> list[str]:
+def _common_flags(target: Target, float64: bool, aggressive_fusion: bool | None = None) -> list[str]:
     """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
     default, which changed the dtype and precision of float64 models' results). Others keep
     IREE's demotion of the float64 torch-mlir's lowerings use inside (a layer norm's statistics):
     kept as float64, they made IREE's CUDA reduction fail to compile ("failed to distribute").
-    CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION)."""
+    CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION), and so does the CPU where
+    braze's pipeline asks (`aggressive_fusion`, None: the target's default)."""
     flags = ["--iree-input-demote-f64-to-f32=false"] if float64 else []
-    if target.device == "cuda":
+    if aggressive_fusion if aggressive_fusion is not None else target.device == "cuda":
         flags.append(AGGRESSIVE_FUSION)
     return flags
 
@@ -279,10 +286,10 @@ def _hoist_small_bf16_constants(module) -> None:
 
 
 def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool,
-             float64: bool = False):
+             float64: bool = False, aggressive_fusion: bool | None = None):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
-    flags = _common_flags(target, float64) + list(extra_flags or [])
+    flags = _common_flags(target, float64, aggressive_fusion) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda":
         hooks.insert(0, _embed_kernels(target.arch))
@@ -307,12 +314,14 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
 def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
                        output_storage: bool = False, transient_storage: bool = False,
                        what: str = "the module", float64: bool = False,
-                       launch_plan: tuple[list[int], list[int]] | None = None) -> CompiledVmfb:
+                       launch_plan: tuple[list[int], list[int]] | None = None,
+                       aggressive_fusion: bool | None = None) -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes.
 
     launch_plan: (input bytes, output bytes) of main's tensors: also read a CUDA launch plan off
-    IREE's HAL program (braze.cuda.build); CompiledVmfb.at_hal is the plan, or why there is none."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64)
+    IREE's HAL program (braze.cuda.build); CompiledVmfb.at_hal is the plan, or why there is none.
+    aggressive_fusion: IREE's aggressive dispatch fusion, None for the target's default."""
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
     at_hal = None
     if launch_plan is not None:
         from .cuda.build import plan_or_reason
@@ -353,8 +362,8 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,
                output_storage: bool = False, transient_storage: bool = False,
-               float64: bool = False) -> tuple[str, list[str]]:
+               float64: bool = False, aggressive_fusion: bool | None = None) -> tuple[str, list[str]]:
     """What compile_for_target hands IREE's compiler, without compiling: the module text (in
     IREE's context, after braze's hooks) and the flags."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64)
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
     return module_text(source, module_hook=hook), flags

@@ -583,7 +583,8 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     compiled = backend.compile_for_target(lowered.bytecode(), tgt, list(lowered.iree_flags) + _flag_list(iree_flags),
                                           output_storage=output_storage, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}",
-                                          float64=lowered.float64, launch_plan=plan_sizes)
+                                          float64=lowered.float64, launch_plan=plan_sizes,
+                                          aggressive_fusion=lowered.aggressive_fusion)
     plan = None
     if plan_sizes is not None:
         if isinstance(compiled.at_hal, str):
@@ -602,7 +603,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
                                               list(lowered.iree_flags) + _flag_list(iree_flags),
                                               output_storage=False, transient_storage=transient_storage,
                                               what=f"{type(model).__name__} for {tgt.describe()}",
-                                              float64=lowered.float64)
+                                              float64=lowered.float64, aggressive_fusion=lowered.aggressive_fusion)
     if runtime == "launch" and plan is None:
         raise CompileError(f"runtime='launch': {type(model).__name__} has no CUDA launch plan "
                            f"({report.launch_plan or 'not compiled for CUDA'}); compile with runtime='iree'")
@@ -655,6 +656,10 @@ class Lowered:
     """Whether the program takes or returns float64 tensors (IREE must not demote float64)."""
     iree_flags: tuple[str, ...] = ()
     """iree-compile flags braze's pipeline chose (fusion-cpu-codegen's data tiling), before the user's."""
+    aggressive_fusion: bool | None = None
+    """IREE's aggressive dispatch fusion (backend.AGGRESSIVE_FUSION): None for the target's
+    default; True on the CPU where fusion-form-groups ran, which keeps the bf16 round trips that
+    IREE's CPU code generator would fold once fused (bench/NOTES.md §37)."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -753,5 +758,11 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     # IREE's CUDA reduction fail to compile ("failed to distribute").
     sig = imported.signature
     float64 = any(s.dtype == "float64" for s in sig.program_inputs + sig.outputs)
+    aggressive = None
+    if tgt.device == "cpu":
+        from braze.passes.form_groups import FormGroupsPass
+        from braze.passes.registry import parse_pipeline
+
+        aggressive = any(isinstance(step.braze_pass, FormGroupsPass) for step in parse_pipeline(pipeline_text))
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
-                   iree_flags)
+                   iree_flags, aggressive)
