@@ -212,13 +212,19 @@ def _body_ops(ew) -> list[str]:
     return [o.operation.name for o in ew.gen.generic.regions[0].blocks[0].operations] if ew is not None else []
 
 
+def _bf16_casts(ew, name: str) -> list[bool]:
+    """For each `name` cast (arith.truncf or arith.extf) in the body: whether its 16-bit side
+    (a truncf's result, an extf's operand) is bfloat16."""
+    if ew is None:
+        return []
+    return [isinstance((o.results[0] if name == "arith.truncf" else o.operands[0]).type, ir.BF16Type)
+            for o in (op.operation for op in ew.gen.generic.regions[0].blocks[0].operations) if o.name == name]
+
+
 def _narrows(ew) -> bool:
     """A body that narrows a float to a type other than bfloat16 (bf16 round trips are rounded
     exactly by fusion-lower-to-linalg instead)."""
-    if ew is None:
-        return False
-    return any(o.operation.name == "arith.truncf" and not isinstance(o.operation.results[0].type, ir.BF16Type)
-               for o in ew.gen.generic.regions[0].blocks[0].operations)
+    return not all(_bf16_casts(ew, "arith.truncf"))
 
 
 def _widens(ew) -> bool:
@@ -226,15 +232,11 @@ def _widens(ew) -> bool:
 
 
 def _narrows_to_bf16(ew) -> bool:
-    return ew is not None and any(o.operation.name == "arith.truncf" and isinstance(o.operation.results[0].type,
-                                                                                      ir.BF16Type)
-                                  for o in ew.gen.generic.regions[0].blocks[0].operations)
+    return any(_bf16_casts(ew, "arith.truncf"))
 
 
 def _widens_bf16(ew) -> bool:
-    return ew is not None and any(o.operation.name == "arith.extf" and isinstance(o.operation.operands[0].type,
-                                                                                  ir.BF16Type)
-                                  for o in ew.gen.generic.regions[0].blocks[0].operations)
+    return any(_bf16_casts(ew, "arith.extf"))
 
 
 def _same(a, b) -> bool:
@@ -395,10 +397,11 @@ class FormGroupsPass(ModulePass):
         """Group a float narrowed to bfloat16 with the op that widens it again, even where the
         steps above left both to IREE (next to a contraction or reduction).
 
-        IREE 3.13 folds `extf(truncf(x))` to `x` once both are in one dispatch, and it puts
-        them in one when it fuses a matmul's elementwise consumers (its aggressive fusion on
-        the CPU; its default on CUDA), so `y.bfloat16().float() - y` after a matmul came back
-        0 instead of y's rounding error (random graph 151, bench/NOTES.md §30, §37). As one
+        IREE 3.13's CPU code generator folds `extf(truncf(x))` to `x` once both are in one
+        dispatch, and its aggressive fusion puts them in one with a matmul's elementwise
+        consumers, so `y.bfloat16().float() - y` after a matmul came back 0 instead of y's
+        rounding error (random graph 151, bench/NOTES.md §30, §37; IREE's CUDA code generator
+        kept the pair in the same dispatch, measured on the H200). As one
         group, fusion-lower-to-linalg rounds the pair in integer ops IREE cannot fold, and
         the group is still an elementwise consumer IREE fuses into the matmul's dispatch. A
         widening that feeds only contractions stays apart: IREE fuses it into the matmul's
