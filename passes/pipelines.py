@@ -54,8 +54,8 @@ class CpuPipeline(PassPipeline):
                                    "an AVX-512 CPU; 0: none)", minimum=0)
     data_tiling: str = option("auto", "IREE's data tiling and mmt4d microkernels (fusion-cpu-codegen): auto, on, off",
                               check=one_of("auto", "on", "off"))
-    reassociate: str = option("auto", "IREE's reassociation of float reductions (fusion-cpu-codegen): auto (where a "
-                                      "reduction takes a maximum: softmax), on, off", check=one_of("auto", "on", "off"))
+    reassociate: str = option("auto", "IREE's reassociation of float reductions (fusion-cpu-codegen): auto (where the "
+                                      "module reduces floats), on, off", check=one_of("auto", "on", "off"))
     erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
                                   "(IREE's piecewise approximation, coefficients picked by selects)",
                       check=one_of("rational", "iree"))

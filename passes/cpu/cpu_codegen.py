@@ -22,14 +22,18 @@ braze.compile turns it into IREE's flags (`backend.data_tiling_flags`). `on` and
 The choice is a decision (`compile(decision_limit=)` can bisect it).
 
 `reassociate=auto` (the default) also lets IREE reassociate float reductions
-(`--iree-llvmcpu-reassociate-fp-reductions`, off by default in 3.13) where some reduction takes
-a maximum (softmax's row max): without it IREE reduces each 16-wide vector step by step in
-scalar code (256 vmaxss + 256 vcmpunordss in the bench attention's softmax dispatch), with it the
-softmax dispatch took 237 us against 505 and the attention 1.02 ms against 1.35 (one thread,
-an AVX-512 Xeon). Not everywhere: the same flag made LayerNorm + GELU 10.1 -> 13.2 ms, so it
-is chosen only for modules with a max reduction (bench/NOTES.md §34). Reassociated sums round
-differently (as torch's own vectorized CPU sums do); a maximum is exact in any order. The
-module attribute `braze.reassociate_reductions` names the reduction.
+(`--iree-llvmcpu-reassociate-fp-reductions`, off by default in 3.13) wherever the module reduces
+floats (a sum, a maximum, a contraction): without it IREE reduces each 16-wide vector step by
+step in scalar code, a chain of dependent adds (400 vaddss in LayerNorm + GELU's one dispatch,
+256 vmaxss + 256 vcmpunordss in the bench attention's softmax). With it, side by side in one
+run (bench/NOTES.md §39): LayerNorm + GELU 5.08 -> 3.46 ms on a 2-core EPYC at one thread, 6.47
+-> 3.67 on a 16-core Xeon at one thread and 1.13 -> 0.52 at 16; at 16 threads there also the
+TransformerEncoderLayer 2.87 -> 2.50, BERT 2.50 -> 2.13, ResNet-18 4.33 -> 3.55; no workload
+slower beyond the noise. (Session 12 had seen LayerNorm + GELU slower with it, 10.1 -> 13.2 ms,
+when IREE formed three dispatches there; §34 then chose it only for a maximum.) Reassociated
+sums round differently, as torch's own vectorized CPU sums do, and are tree sums: the errors
+against float64 fell (LayerNorm + GELU 7.0e-7 -> 3.5e-7). The module attribute
+`braze.reassociate_reductions` names the first reduction found.
 """
 
 from __future__ import annotations
@@ -45,9 +49,13 @@ DATA_TILING_ATTR = "braze.data_tiling"
 """String attribute on the module: data tiling is on, and why (the contraction that asked for it)."""
 
 REASSOCIATE_ATTR = "braze.reassociate_reductions"
-"""String attribute on the module: IREE may reassociate float reductions, and why (the max reduction)."""
+"""String attribute on the module: IREE may reassociate float reductions, and why (the first one found)."""
 
-_MAXIMA = ("arith.maximumf", "arith.maxnumf")
+_FLOAT_COMBINERS = ("arith.addf", "arith.maximumf", "arith.maxnumf", "arith.minimumf", "arith.minnumf", "arith.mulf")
+"""Body ops that make a linalg reduction a float reduction whose order IREE's flag frees."""
+
+_REDUCING_NAMED = ("linalg.conv_", "linalg.depthwise_conv_", "linalg.pooling_", "linalg.reduce")
+"""Named linalg ops (besides CONTRACTIONS) that reduce."""
 
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
                 "linalg.batch_matmul_transpose_a", "linalg.batch_matmul_transpose_b", "linalg.vecmat",
@@ -66,15 +74,16 @@ class CpuCodegenPass(ModulePass):
     data_tiling: str = option("auto", "auto (where a contraction reads a constant operand), on, off",
                               check=one_of("auto", "on", "off"))
 
-    reassociate: str = option("auto", "IREE's reassociation of float reductions: auto (where a reduction takes a "
-                                      "maximum, as softmax's does), on, off", check=one_of("auto", "on", "off"))
+    reassociate: str = option("auto", "IREE's reassociation of float reductions: auto (where the module reduces "
+                                      "floats: a sum, a maximum, a contraction), on, off",
+                              check=one_of("auto", "on", "off"))
 
     def run(self, module: ir.Operation) -> None:
         for attr in (DATA_TILING_ATTR, REASSOCIATE_ATTR):
             if attr in module.attributes:
                 del module.attributes[attr]
         if self.reassociate != "off":
-            why = "forced (reassociate=on)" if self.reassociate == "on" else _max_reduction(module)
+            why = "forced (reassociate=on)" if self.reassociate == "on" else _float_reduction(module)
             if why and decide(self.name, f"reassociate float reductions: {why}"):
                 module.attributes[REASSOCIATE_ATTR] = ir.StringAttr.get(why)
         if self.data_tiling == "off":
@@ -100,15 +109,28 @@ def _constant_contraction(module: ir.Operation) -> str:
     return ""
 
 
-def _max_reduction(module: ir.Operation) -> str:
-    """The first float reduction that takes a maximum, described; '' if none."""
-    for op in all_ops(module, "linalg.generic"):
-        if "reduction" not in str(op.attributes["iterator_types"]):
+def _float_reduction(module: ir.Operation) -> str:
+    """The first linalg op that reduces floats (a reduction whose body combines floats, a
+    contraction, a convolution or a pooling), described; '' if none."""
+    for op in all_ops(module):
+        name = op.name
+        if not name.startswith("linalg.") or not op.results:
             continue
-        body = [o.name for o in op.regions[0].blocks[0].operations]
-        found = next((n for n in body if n in _MAXIMA), None)
-        if found:
-            return f"a {found} reduction of {op.operands[0].type}"
+        if name == "linalg.generic":
+            if "reduction" not in str(op.attributes["iterator_types"]):
+                continue
+            combiners = [o.name for o in op.regions[0].blocks[0].operations if o.name in _FLOAT_COMBINERS]
+            if not combiners:
+                continue
+            found = combiners[-1]  # the one that meets the accumulator: a matmul's addf after its mulf
+            what = f"a {found} reduction"
+        elif name in CONTRACTIONS or name.startswith(_REDUCING_NAMED):
+            what = f"a {name}"
+        else:
+            continue
+        ty = op.results[0].type
+        if isinstance(ty, ir.ShapedType) and isinstance(ir.ShapedType(ty).element_type, ir.FloatType):
+            return f"{what} of {op.operands[0].type}"
     return ""
 
 

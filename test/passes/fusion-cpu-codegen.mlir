@@ -6,12 +6,13 @@
 
 // A Linear's matmul reads its weight, a constant seen through a transpose: data tiling is on,
 // and the attribute names the contraction that asked for it. The ops are unchanged.
-// CHECK: module attributes {braze.data_tiling = "linalg.matmul (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand"}
+// A matmul reduces floats: IREE may reassociate them (a tree per vector, not a scalar chain).
+// CHECK: module attributes {braze.data_tiling = "linalg.matmul (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.reassociate_reductions = "a linalg.matmul of tensor<4x8xf32>"}
 // CHECK: linalg.transpose
 // CHECK: linalg.matmul
 // OFF-NOT: braze.data_tiling
 // REASSOC: module attributes {braze.reassociate_reductions = "forced (reassociate=on)"}
-// ON: module attributes {braze.data_tiling = "forced (data-tiling=on)"}
+// ON: module attributes {braze.data_tiling = "forced (data-tiling=on)"
 func.func @linear(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
   %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]]> : tensor<2x8xf32>
   %e = tensor.empty() : tensor<8x2xf32>
@@ -26,8 +27,8 @@ func.func @linear(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
 // -----
 
 // Attention's products are of activations only: packing would be paid on both sides every
-// call, so auto leaves IREE's default (no attribute).
-// CHECK: module {
+// call, so auto leaves IREE's default (no data tiling attribute).
+// CHECK: module attributes {braze.reassociate_reductions = "a linalg.batch_matmul of tensor<2x4x8xf32>"} {
 // CHECK-NEXT: func.func @scores
 // CHECK: linalg.batch_matmul
 // ON: braze.data_tiling = "forced (data-tiling=on)"
@@ -42,7 +43,7 @@ func.func @scores(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x4x4x
 // -----
 
 // A matmul written as a linalg.generic (a multiply-add reduction) counts as a contraction too.
-// CHECK: module attributes {braze.data_tiling = "linalg.generic (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand"}
+// CHECK: module attributes {braze.data_tiling = "linalg.generic (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.reassociate_reductions = "a arith.addf reduction of tensor<4x8xf32>"}
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
 #c = affine_map<(m, n, k) -> (m, n)>
@@ -64,7 +65,7 @@ func.func @generic_matmul(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
 // -----
 
 // Softmax's row maximum (torch-mlir's max with its index): IREE may reassociate float
-// reductions in this module (a tree per vector, not a scalar chain); reassociate=off: not.
+// reductions in this module; reassociate=off: not.
 // CHECK: module attributes {braze.reassociate_reductions = "a arith.maximumf reduction of tensor<4x8xf32>"}
 // NOREASSOC-NOT: braze.reassociate_reductions
 #x = affine_map<(i, j) -> (i, j)>
@@ -87,4 +88,52 @@ func.func @row_max(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xi64>) {
     linalg.yield %mx, %ni : f32, i64
   } -> (tensor<4xf32>, tensor<4xi64>)
   return %m#0, %m#1 : tensor<4xf32>, tensor<4xi64>
+}
+
+// -----
+
+// A row sum (LayerNorm's mean): a float reduction, reassociated (bench/NOTES.md §39).
+// CHECK: module attributes {braze.reassociate_reductions = "a arith.addf reduction of tensor<4x8xf32>"}
+// NOREASSOC-NOT: braze.reassociate_reductions
+#x = affine_map<(i, j) -> (i, j)>
+#r = affine_map<(i, j) -> (i)>
+func.func @row_sum(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#x, #r], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%s0 : tensor<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.addf %in, %acc : f32
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// An integer sum and a float elementwise op: nothing for the flag to free (exact in any order).
+// CHECK: module {
+// CHECK-NEXT: func.func @int_sum
+#x = affine_map<(i, j) -> (i, j)>
+#r = affine_map<(i, j) -> (i)>
+#p = affine_map<(i) -> (i)>
+func.func @int_sum(%x: tensor<4x8xi32>, %y: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xf32>) {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<4xi32>
+  %s0 = linalg.fill ins(%zero : i32) outs(%e : tensor<4xi32>) -> tensor<4xi32>
+  %s = linalg.generic {indexing_maps = [#x, #r], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xi32>) outs(%s0 : tensor<4xi32>) {
+  ^bb0(%in: i32, %acc: i32):
+    %a = arith.addi %in, %acc : i32
+    linalg.yield %a : i32
+  } -> tensor<4xi32>
+  %ef = tensor.empty() : tensor<4xf32>
+  %d = linalg.generic {indexing_maps = [#p, #p], iterator_types = ["parallel"]}
+      ins(%y : tensor<4xf32>) outs(%ef : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  return %s, %d : tensor<4xi32>, tensor<4xf32>
 }
