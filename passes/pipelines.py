@@ -56,6 +56,8 @@ class CpuPipeline(PassPipeline):
                               check=one_of("auto", "on", "off"))
     reassociate: str = option("auto", "IREE's reassociation of float reductions (fusion-cpu-codegen): auto (where the "
                                       "module reduces floats), on, off", check=one_of("auto", "on", "off"))
+    channels_last: str = option("auto", "IREE's conversion of the NCHW convolutions left direct to channels-last "
+                                        "(fusion-cpu-codegen): auto, on, off", check=one_of("auto", "on", "off"))
     erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
                                   "(IREE's piecewise approximation, coefficients picked by selects)",
                       check=one_of("rational", "iree"))
@@ -64,7 +66,8 @@ class CpuPipeline(PassPipeline):
         direct = f"{{direct-pixels={self.direct_pixels}}}" if self.direct_pixels else ""
         conv = f"fusion-conv-to-matmul{direct}," if self.conv == "im2col" else ""
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
-        return f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} reassociate={self.reassociate}}}"
+        return (f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} "
+                f"reassociate={self.reassociate} channels-last={self.channels_last}}}")
 
 
 @register

@@ -230,6 +230,11 @@ DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukern
 microkernels; braze passes them where fusion-cpu-codegen chose data tiling (bench/NOTES.md §24)."""
 
 
+CHANNELS_LAST_FLAG = ("--iree-preprocessing-pass-pipeline="
+                      "builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))")
+"""IREE's preprocessing: NCHW convolutions computed in channels-last layout (transposes around
+each); braze passes it where fusion-cpu-codegen found an NCHW convolution left direct (bench/NOTES.md §39)."""
+
 REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
 """llvm-cpu: vector reductions may be reassociated (a tree, not a scalar chain per vector step);
 braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md §34)."""

@@ -580,7 +580,8 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         else:
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
-    compiled = backend.compile_for_target(lowered.bytecode(), tgt, list(lowered.iree_flags) + _flag_list(iree_flags),
+    flags = _iree_flags(lowered, _flag_list(iree_flags))
+    compiled = backend.compile_for_target(lowered.bytecode(), tgt, flags,
                                           output_storage=output_storage, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}",
                                           float64=lowered.float64, launch_plan=plan_sizes,
@@ -599,8 +600,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         # iree.runtime cannot size a dynamic result's storage before the call without the plan's
         # arithmetic: compile again with the results in IREE's own buffers.
         output_storage = False
-        compiled = backend.compile_for_target(lowered.bytecode(), tgt,
-                                              list(lowered.iree_flags) + _flag_list(iree_flags),
+        compiled = backend.compile_for_target(lowered.bytecode(), tgt, flags,
                                               output_storage=False, transient_storage=transient_storage,
                                               what=f"{type(model).__name__} for {tgt.describe()}",
                                               float64=lowered.float64, aggressive_fusion=lowered.aggressive_fusion)
@@ -627,6 +627,21 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
             report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs,
                                                                    module)
     return module
+
+
+def _iree_flags(lowered: "Lowered", user: list[str]) -> list[str]:
+    """braze's iree-compile flags, then the user's. A preprocessing pipeline of the user's
+    replaces braze's (IREE keeps the last one given), and the report says so."""
+    from .backend import CHANNELS_LAST_FLAG
+
+    ours = list(lowered.iree_flags)
+    pipeline = "--iree-preprocessing-pass-pipeline"
+    if CHANNELS_LAST_FLAG in ours and any(f.split("=", 1)[0] == pipeline for f in user):
+        ours.remove(CHANNELS_LAST_FLAG)
+        lowered.report.cpu_codegen = lowered.report.cpu_codegen.replace(
+            "; convolutions channels-last:", "; convolutions left NCHW (the iree_flags' own preprocessing pipeline "
+            "replaces braze's channels-last one):")
+    return ours + user
 
 
 def _cache_hit(hit, key: str, seconds: dict, model, quick: bool = False):
@@ -688,7 +703,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.signatures import kernel_configs
     from braze._mlir import ir
-    from braze.passes.cpu.cpu_codegen import DATA_TILING_ATTR, REASSOCIATE_ATTR
+    from braze.passes.cpu.cpu_codegen import CHANNELS_LAST_ATTR, DATA_TILING_ATTR, REASSOCIATE_ATTR
     from braze.passes.report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused
@@ -731,9 +746,11 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
                   if DATA_TILING_ATTR in module_op.attributes else None)
         reassociate = (ir.StringAttr(module_op.attributes[REASSOCIATE_ATTR]).value
                        if REASSOCIATE_ATTR in module_op.attributes else None)
+        channels_last = (ir.StringAttr(module_op.attributes[CHANNELS_LAST_ATTR]).value
+                         if CHANNELS_LAST_ATTR in module_op.attributes else None)
     iree_flags: tuple[str, ...] = ()
     if tgt.device == "cpu":
-        from .backend import DATA_TILING_FLAGS, REASSOCIATE_FLAG
+        from .backend import CHANNELS_LAST_FLAG, DATA_TILING_FLAGS, REASSOCIATE_FLAG
 
         if tiling is not None:
             iree_flags = DATA_TILING_FLAGS
@@ -743,6 +760,9 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         if reassociate is not None:
             iree_flags = iree_flags + (REASSOCIATE_FLAG,)
             report.cpu_codegen += f"; float reductions reassociated: {reassociate}"
+        if channels_last is not None:
+            iree_flags = iree_flags + (CHANNELS_LAST_FLAG,)
+            report.cpu_codegen += f"; convolutions channels-last: {channels_last}"
     if failing:
         from .errors import UnsupportedOpError
         from braze.passes.report import short_location

@@ -70,6 +70,7 @@ func.func @dynamic(%x: tensor<?x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tens
 // DIRECT-LABEL: func.func @padded
 //       DIRECT:   linalg.conv_2d_nchw_fchw
 //   DIRECT-NOT:   braze.im2col
+//       DIRECT:   return
 func.func @padded(%x: tensor<2x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %init: tensor<2x8x6x6xf32>) -> tensor<2x8x6x6xf32> {
   %cst = arith.constant 0.000000e+00 : f32
   %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
@@ -102,6 +103,11 @@ func.func @untiled_bf16_3x3(%x: tensor<2x4x6x6xbf16>, %w: tensor<8x4x3x3xbf16>, 
 // TARGET-LABEL: func.func @untiled_bf16_1x1
 //   TARGET-NOT:   linalg.conv_2d_nchw_fchw
 //       TARGET:   linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<96x16xbf16>, tensor<16x512xbf16>) outs(%{{.+}} : tensor<96x512xf32>)
+// With direct-pixels, a 1x1 convolution is a matmul all the same (its im2col is its input as it
+// is: 1.14 ms as a matmul against 3.6 direct at 64->256 on 56x56, bench/NOTES.md §39).
+// DIRECT-LABEL: func.func @untiled_bf16_1x1
+//   DIRECT-NOT:   linalg.conv_2d_nchw_fchw
+//       DIRECT:   linalg.matmul
 func.func @untiled_bf16_1x1(%x: tensor<2x16x16x16xbf16>, %w: tensor<96x16x1x1xbf16>, %init: tensor<2x96x16x16xf32>) -> tensor<2x96x16x16xf32> {
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x16x16x16xbf16>, tensor<96x16x1x1xbf16>) outs(%init : tensor<2x96x16x16xf32>) -> tensor<2x96x16x16xf32>
   return %0 : tensor<2x96x16x16xf32>

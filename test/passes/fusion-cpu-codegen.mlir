@@ -3,6 +3,7 @@
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{data-tiling=on}' | FileCheck %s --check-prefix=ON
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=off}' | FileCheck %s --check-prefix=NOREASSOC
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=on data-tiling=off}' | FileCheck %s --check-prefix=REASSOC
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{channels-last=off}' | FileCheck %s --check-prefix=CHANNELS
 
 // A Linear's matmul reads its weight, a constant seen through a transpose: data tiling is on,
 // and the attribute names the contraction that asked for it. The ops are unchanged.
@@ -136,4 +137,28 @@ func.func @int_sum(%x: tensor<4x8xi32>, %y: tensor<4xf32>) -> (tensor<4xi32>, te
     linalg.yield %a : f32
   } -> tensor<4xf32>
   return %s, %d : tensor<4xi32>, tensor<4xf32>
+}
+
+// -----
+
+// A convolution left in NCHW (IREE's direct one): IREE computes it channels-last (its
+// preprocessing pass; bench/NOTES.md §39), the attribute names it; a dynamic one is left alone.
+// CHECK: module attributes {braze.channels_last = "linalg.conv_2d_nchw_fchw (tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>)"
+// CHANNELS-NOT: braze.channels_last
+// CHECK-LABEL: func.func @conv
+func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x6x6xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  return %y : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+// CHECK-NOT: braze.channels_last
+// CHECK-LABEL: func.func @dynamic_conv
+func.func @dynamic_conv(%x: tensor<?x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %init: tensor<?x8x6x6xf32>) -> tensor<?x8x6x6xf32> {
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<?x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<?x8x6x6xf32>) -> tensor<?x8x6x6xf32>
+  return %y : tensor<?x8x6x6xf32>
 }

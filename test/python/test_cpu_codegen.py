@@ -185,3 +185,57 @@ def test_the_cpu_pipeline_follows_the_cpu():
     model, args = _model()
     compiled = braze.compile(model, *args, cache=False, target="znver4")
     assert compiled.report.pipeline == f"fusion-cpu-pipeline{{direct-pixels={DIRECT_CONV_PIXELS}}}"
+
+
+class Convs(torch.nn.Module):
+    """A padded 3x3 convolution with BatchNorm and ReLU, a strided one, and a 1x1 one, on
+    ragged channel counts and sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(5, 13, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(13)
+        self.down = torch.nn.Conv2d(13, 7, 3, stride=2, padding=1)
+        self.point = torch.nn.Conv2d(7, 9, 1)
+
+    def forward(self, x):
+        return self.point(self.down(F.relu(self.bn(self.conv(x)))))
+
+
+def _convs():
+    torch.manual_seed(4)
+    model = Convs().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    return model, (torch.randn(2, 5, 19, 17),)
+
+
+@pytest.mark.parametrize("pipeline", ["fusion-cpu-pipeline{conv=direct}",
+                                      "fusion-cpu-pipeline{conv=direct channels-last=off}",
+                                      "fusion-cpu-pipeline{direct-pixels=16}"])
+def test_channels_last_convolutions_match_float64(pipeline):
+    """Convolutions left direct are computed channels-last by IREE (bench/NOTES.md §39), the
+    report says so; the answer is the same as in NCHW (float64's within float32 rounding)."""
+    model, args = _convs()
+    compiled = braze.compile(model, *args, cache=False, pipeline=pipeline)
+    last = "channels-last=off" not in pipeline
+    assert ("convolutions channels-last: linalg.conv_2d_nchw_fchw" in compiled.report.cpu_codegen) == last, \
+        compiled.report.cpu_codegen
+    im2col = [d for d in compiled.report.decisions if d.startswith("fusion-conv-to-matmul:")]
+    if "direct-pixels" in pipeline:
+        # the 3x3 (17x19 pixels) stays direct; the strided one and the 1x1 one become matmuls
+        assert len(im2col) == 2 and any("7x9x1x1" in d or "9x7x1x1" in d for d in im2col), im2col
+    else:
+        assert not im2col
+    _check(compiled, model, args)
+
+
+def test_a_users_preprocessing_pipeline_replaces_channels_last():
+    """IREE keeps one preprocessing pipeline: the user's, and the report says braze's is not used."""
+    model, args = _convs()
+    flag = "--iree-preprocessing-pass-pipeline=builtin.module(util.func(canonicalize))"
+    compiled = braze.compile(model, *args, cache=False, pipeline="fusion-cpu-pipeline{conv=direct}", iree_flags=[flag])
+    assert "convolutions left NCHW (the iree_flags' own preprocessing pipeline" in compiled.report.cpu_codegen, \
+        compiled.report.cpu_codegen
+    _check(compiled, model, args)

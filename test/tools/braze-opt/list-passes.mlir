@@ -22,8 +22,9 @@
 // CHECK-NEXT: direct-pixels=<int> (default: 0) {{.+}}
 // CHECK-NEXT: data-tiling=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: reassociate=<str> (default: 'auto') {{.+}}
+// CHECK-NEXT: channels-last=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto}
+// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
