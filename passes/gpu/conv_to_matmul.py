@@ -79,9 +79,12 @@ class ConvToMatmulPass(ModulePass):
     def _direct(self, op: ir.Operation) -> bool:
         """Whether the convolution stays IREE's direct one (direct-pixels): on an AVX-512 CPU
         IREE's direct code beat im2col + matmul on unit-stride convolutions with large outputs
-        and lost badly on strided ones (bench/NOTES.md §33)."""
+        and lost badly on strided ones (bench/NOTES.md §33); never a 1x1 kernel, whose im2col is
+        its input as it is (64->256 at 56x56: 1.14 ms as a matmul, 3.6 direct, §39)."""
         if not self.direct_pixels or _ints(op, "strides") != [1, 1] or _ints(op, "dilations") != [1, 1]:
             return False
+        if ir.RankedTensorType(op.operands[1].type).shape[2:] == [1, 1]:
+            return False  # a 1x1 convolution is a matmul as it stands: 3.6 ms direct, 1.14 as one (§39)
         _, _, oh, ow = ir.RankedTensorType(op.operands[2].type).shape
         return oh * ow >= self.direct_pixels  # not a decision: leaving IREE's form is the baseline
 
