@@ -36,6 +36,8 @@ VARIANTS = {
     "no-fusion-reassoc": {"fusion": False, "iree_flags": [REASSOC]},
     "cpu-direct": {"pipeline": "fusion-cpu-pipeline{conv=direct}"},
     "cpu-im2col": {"pipeline": "fusion-cpu-pipeline{conv=im2col}"},
+    # braze's AVX-512 rule (direct-pixels=784) with NCHW direct convolutions, as before §39
+    "channels-last-off": {"pipeline": "fusion-cpu-pipeline{direct-pixels=784 channels-last=off}"},
 }
 
 
