@@ -90,7 +90,7 @@ def run(args) -> None:
     with open(os.path.join(args.dir, "manifest.json")) as f:
         manifest = json.load(f)
     print(f"host: {_cpu_name()}, {os.cpu_count()} cores; threads {args.threads}; target {manifest['target']}; "
-          f"torch {torch.__version__}", flush=True)
+          f"torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}", flush=True)
     for name, entry in manifest["workloads"].items():
         model, inputs = WORKLOADS[name].build("cpu")
         with torch.no_grad():
@@ -113,7 +113,8 @@ def run(args) -> None:
                         f()
                     times[k].append((time.perf_counter() - t) / reps * 1000)
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{name:20s} eager {med['eager']:8.3f} ms{note}", flush=True)
+        spread = max(times["eager"]) / min(times["eager"])
+        print(f"{name:20s} eager {med['eager']:8.3f} ms (slowest/fastest round {spread:.2f}){note}", flush=True)
         for k, c in mods.items():
             out = c(*inputs)
             err = float((out - ref).abs().max() / ref.abs().max())
