@@ -63,8 +63,8 @@ class CpuPipeline(PassPipeline):
                       check=one_of("rational", "iree"))
 
     def expand(self) -> str:
-        direct = f"{{direct-pixels={self.direct_pixels}}}" if self.direct_pixels else ""
-        conv = f"fusion-conv-to-matmul{direct}," if self.conv == "im2col" else ""
+        direct = f" direct-pixels={self.direct_pixels}" if self.direct_pixels else ""
+        conv = f"fusion-conv-to-matmul{{grouped=true{direct}}}," if self.conv == "im2col" else ""
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
         return (f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} "
                 f"reassociate={self.reassociate} channels-last={self.channels_last}}}")

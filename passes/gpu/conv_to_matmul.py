@@ -25,7 +25,10 @@ column matrix; the matmul's B operand is then K x M, read along M. The weight's 
 view and costs nothing. When the input is torch-mlir's zero `tensor.pad` of H and W (Conv2d's
 padding), the copy reads the unpadded tensor with a bounds test instead (`read-padding`), and
 the padded copy of the input, a dispatch of its own in IREE, goes away. Only static NCHW float
-convolutions with one group are rewritten; with a `target`, only those whose matmul gets tiles
+convolutions with one group are rewritten, and with `grouped` (the CPU pipeline) grouped ones
+(`linalg.conv_2d_ngchw_gfchw`) too, as one im2col copy and one batch matmul over the groups
+(64 channels in 4 groups at 56x56: 12.5 ms in IREE's CPU code, 1.33 as a batch matmul, eager
+0.69; bench/NOTES.md §40); with a `target`, only those whose matmul gets tiles
 (after fusion-pad-matmuls, which pads shapes no tile divides), and every 16-bit 1x1 convolution.
 
 Why every 16-bit 1x1 convolution: IREE 3.13 turns one into a batched contraction that reads the
@@ -67,6 +70,9 @@ class ConvToMatmulPass(ModulePass):
     direct_pixels: int = option(0, "Leave unit-stride, undilated convolutions with at least this many "
                                    "output pixels an image (OH*OW) to IREE's direct convolution; 0: none",
                                 minimum=0)
+    grouped: bool = option(False, "Also grouped convolutions (linalg.conv_2d_ngchw_gfchw): one im2col copy and "
+                                  "one batch matmul over the groups (the CPU pipeline; IREE's CPU code for them "
+                                  "ran 18x slower than eager)")
 
     def run(self, module: ir.Operation) -> None:
         leave = tuple(t for t in self.leave.split(",") if t)
@@ -75,6 +81,12 @@ class ConvToMatmulPass(ModulePass):
         for op in found:
             if decide(self.name, f"{op.name} {_shape_text(op)} as im2col + matmul at {short_location(str(op.location))}"):
                 _rewrite(op, self.read_padding)
+        if not self.grouped:
+            return
+        for op in all_ops(module, "linalg.conv_2d_ngchw_gfchw", post_order=True):
+            if _convertible(op) and decide(self.name, f"{op.name} {_shape_text(op)} as im2col + batch matmul over "
+                                                      f"the groups at {short_location(str(op.location))}"):
+                _rewrite_grouped(op)
 
     def _direct(self, op: ir.Operation) -> bool:
         """Whether the convolution stays IREE's direct one (direct-pixels): on an AVX-512 CPU
@@ -217,3 +229,57 @@ func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
     replace_with_template(op, text, [source, w, init])
     if padding is not None and not list(x.uses):
         x.owner.erase()  # the padded copy nothing reads any more
+
+
+def _rewrite_grouped(op: ir.Operation) -> None:
+    """A grouped convolution [N, G, C, H, W] * [G, F, C, KH, KW] -> [N, G, F, OH, OW] as one
+    im2col copy [G, C, KH, KW, N, OH, OW] and one batch matmul over the groups
+    ([G, F, C*KH*KW] x [G, C*KH*KW, N*OH*OW]), each output element the same K-long dot product
+    in the order (c, kh, kw) as the one-group rewrite. The input is read as it is (torch-mlir's
+    padded copy included)."""
+    x, w, init = op.operands
+    xt, wt, ot = (ir.RankedTensorType(v.type) for v in (x, w, init))
+    n, g, c, _, _ = xt.shape
+    _, f, _, kh, kw = wt.shape
+    _, _, _, oh, ow = ot.shape
+    sh, sw = _ints(op, "strides")
+    dh, dw = _ints(op, "dilations")
+    k, m = c * kh * kw, n * oh * ow
+    tx, tw, acc = (str(t.element_type) for t in (xt, wt, ot))
+    X, W, O = str(xt), str(wt), str(ot)  # noqa: N806
+    col7 = f"tensor<{g}x{c}x{kh}x{kw}x{n}x{oh}x{ow}x{tx}>"
+    par7 = ", ".join(['"parallel"'] * 7)
+    par5 = ", ".join(['"parallel"'] * 5)
+    text = f"""
+func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
+  %e = tensor.empty() : {col7}
+  %col = linalg.generic {{indexing_maps = [
+      affine_map<(g, c, kh, kw, n, oh, ow) -> (n, g, c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
+      affine_map<(g, c, kh, kw, n, oh, ow) -> (g, c, kh, kw, n, oh, ow)>],
+      iterator_types = [{par7}], {IM2COL_ATTR}}}
+      ins(%x : {X}) outs(%e : {col7}) {{
+    ^bb0(%in: {tx}, %out: {tx}):
+      linalg.yield %in : {tx}
+  }} -> {col7}
+  %b = tensor.collapse_shape %col [[0], [1, 2, 3], [4, 5, 6]] : {col7} into tensor<{g}x{k}x{m}x{tx}>
+  %a = tensor.collapse_shape %w [[0], [1], [2, 3, 4]] : {W} into tensor<{g}x{f}x{k}x{tw}>
+  %zero = arith.constant 0.0 : {acc}
+  %pe = tensor.empty() : tensor<{g}x{f}x{m}x{acc}>
+  %p0 = linalg.fill ins(%zero : {acc}) outs(%pe : tensor<{g}x{f}x{m}x{acc}>) -> tensor<{g}x{f}x{m}x{acc}>
+  %p = linalg.batch_matmul ins(%a, %b : tensor<{g}x{f}x{k}x{tw}>, tensor<{g}x{k}x{m}x{tx}>)
+         outs(%p0 : tensor<{g}x{f}x{m}x{acc}>) -> tensor<{g}x{f}x{m}x{acc}>
+  %p5 = tensor.expand_shape %p [[0], [1], [2, 3, 4]] output_shape [{g}, {f}, {n}, {oh}, {ow}]
+         : tensor<{g}x{f}x{m}x{acc}> into tensor<{g}x{f}x{n}x{oh}x{ow}x{acc}>
+  %oe = tensor.empty() : {O}
+  %o = linalg.generic {{indexing_maps = [
+      affine_map<(n, g, f, oh, ow) -> (g, f, n, oh, ow)>, affine_map<(n, g, f, oh, ow) -> (n, g, f, oh, ow)>,
+      affine_map<(n, g, f, oh, ow) -> (n, g, f, oh, ow)>],
+      iterator_types = [{par5}]}}
+      ins(%p5, %init : tensor<{g}x{f}x{n}x{oh}x{ow}x{acc}>, {O}) outs(%oe : {O}) {{
+    ^bb0(%in: {acc}, %i: {acc}, %out: {acc}):
+      %s = arith.addf %in, %i : {acc}
+      linalg.yield %s : {acc}
+  }} -> {O}
+  return %o : {O}
+}}"""
+    replace_with_template(op, text, [x, w, init])

@@ -112,3 +112,24 @@ func.func @untiled_bf16_1x1(%x: tensor<2x16x16x16xbf16>, %w: tensor<96x16x1x1xbf
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x16x16x16xbf16>, tensor<96x16x1x1xbf16>) outs(%init : tensor<2x96x16x16xf32>) -> tensor<2x96x16x16xf32>
   return %0 : tensor<2x96x16x16xf32>
 }
+
+// -----
+
+// A grouped convolution (torch-mlir's conv_2d_ngchw_gfchw) with grouped=true (the CPU pipeline):
+// one im2col copy [G, C, KH, KW, N, OH, OW] and one batch matmul over the groups, the result back
+// in [N, G, F, OH, OW] plus the init; without the option it stays a convolution.
+// RUN: braze-opt %s --split-input-file -p 'fusion-conv-to-matmul{grouped=true}' | FileCheck %s --check-prefix=GROUPED
+// GROUPED-LABEL: func.func @grouped
+//   GROUPED-NOT:   linalg.conv_2d_ngchw_gfchw
+//       GROUPED:   linalg.generic {{.+}} outs(%{{.+}} : tensor<2x3x3x3x2x4x4xf32>) attrs = {braze.im2col}
+//       GROUPED:   tensor.collapse_shape {{.+}} into tensor<2x27x32xf32>
+//       GROUPED:   tensor.collapse_shape {{.+}} into tensor<2x5x27xf32>
+//       GROUPED:   linalg.batch_matmul ins(%{{.+}}, %{{.+}} : tensor<2x5x27xf32>, tensor<2x27x32xf32>)
+//       GROUPED:   tensor.expand_shape {{.+}} into tensor<2x5x2x4x4xf32>
+//       GROUPED:   arith.addf
+// CHECK-LABEL: func.func @grouped
+//       CHECK:   linalg.conv_2d_ngchw_gfchw
+func.func @grouped(%x: tensor<2x2x3x9x9xf32>, %w: tensor<2x5x3x3x3xf32>, %init: tensor<2x2x5x4x4xf32>) -> tensor<2x2x5x4x4xf32> {
+  %0 = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<2x2x3x9x9xf32>, tensor<2x5x3x3x3xf32>) outs(%init : tensor<2x2x5x4x4xf32>) -> tensor<2x2x5x4x4xf32>
+  return %0 : tensor<2x2x5x4x4xf32>
+}

@@ -239,3 +239,34 @@ def test_a_users_preprocessing_pipeline_replaces_channels_last():
     assert "convolutions left NCHW (the iree_flags' own preprocessing pipeline" in compiled.report.cpu_codegen, \
         compiled.report.cpu_codegen
     _check(compiled, model, args)
+
+
+class Grouped(torch.nn.Module):
+    """Grouped convolutions (ResNeXt's and RegNet's form): padded, strided and dilated, beside
+    a Linear whose weight asks for data tiling."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(12, 20, 3, padding=1, groups=4)
+        self.b = torch.nn.Conv2d(20, 10, 3, stride=2, dilation=2, padding=2, groups=5)
+        self.fc = torch.nn.Linear(9, 7)
+
+    def forward(self, x):
+        return self.fc(self.b(F.relu(self.a(x))))
+
+
+def test_grouped_convolutions_as_batch_matmuls_match_float64():
+    """Each grouped convolution is one im2col copy and one batch matmul over the groups (IREE's
+    own CPU code for them ran 18x slower than eager, bench/NOTES.md §40); the batch matmuls do not
+    ask for data tiling (packed they were 2.2x slower), the Linear does."""
+    torch.manual_seed(6)
+    model, args = Grouped().eval(), (torch.randn(2, 12, 17, 17),)
+    compiled = braze.compile(model, *args, cache=False)
+    grouped = [d for d in compiled.report.decisions if "as im2col + batch matmul over the groups" in d]
+    assert len(grouped) == 2, compiled.report.decisions
+    assert compiled.report.cpu_codegen.startswith("data tiling, mmt4d microkernels: linalg.matmul"), \
+        compiled.report.cpu_codegen
+    _check(compiled, model, args)
+    kept = braze.compile(model, *args, cache=False, pipeline="fusion-cpu-pipeline{conv=direct}")
+    assert not any("batch matmul over the groups" in d for d in kept.report.decisions)
+    _check(kept, model, args)

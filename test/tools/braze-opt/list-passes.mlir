@@ -24,7 +24,7 @@
 // CHECK-NEXT: reassociate=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: channels-last=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
+// CHECK-NEXT: = fusion-conv-to-matmul{grouped=true},fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
