@@ -9,9 +9,5 @@
 #            --workloads conv_bn_relu,resnet18 --variants default,channels-last-off,no-fusion
 #          (cd .gpu && tar cf - cpuA cpuB | xz -T2 > art.tar.xz)
 #   there: bash bench/experiments/h200-session15b.sh
-. bench/experiments/gpu_setup.sh
-for t in 1 16; do
-  for d in cpuA cpuB; do
-    python3 bench/experiments/cpu_remote.py run /tmp/art/$d --threads $t 2>&1 | tee -a $out/cpu-xeon-threads$t.txt
-  done
-done
+# The run is session 15's (the same loop over .gpu/cpuA and .gpu/cpuB at 1 and 16 threads).
+exec bash bench/experiments/h200-session15.sh

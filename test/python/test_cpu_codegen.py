@@ -25,12 +25,18 @@ class Block(torch.nn.Module):
         return y, F.relu(self.bn(self.conv(img)))
 
 
-def _model():
-    torch.manual_seed(0)
-    model = Block().eval()
+def _seeded(cls, seed: int):
+    """The model in eval mode with seeded weights and BatchNorm statistics away from (0, 1)."""
+    torch.manual_seed(seed)
+    model = cls().eval()
     with torch.no_grad():
         model.bn.running_mean.uniform_(-1, 1)
         model.bn.running_var.uniform_(0.5, 2)
+    return model
+
+
+def _model():
+    model = _seeded(Block, 0)
     return model, (torch.randn(13, 37), torch.randn(2, 3, 17, 15))
 
 
@@ -203,11 +209,7 @@ class Convs(torch.nn.Module):
 
 
 def _convs():
-    torch.manual_seed(4)
-    model = Convs().eval()
-    with torch.no_grad():
-        model.bn.running_mean.uniform_(-1, 1)
-        model.bn.running_var.uniform_(0.5, 2)
+    model = _seeded(Convs, 4)
     return model, (torch.randn(2, 5, 19, 17),)
 
 
