@@ -55,6 +55,7 @@ from braze._mlir import ir
 from braze.irutil import all_ops
 
 from ..gpu.configs import IM2COL_ATTR
+from ..gpu.signatures import producer_through_reshapes
 from ..registry import ModulePass, decide, one_of, option, register
 
 DATA_TILING_ATTR = "braze.data_tiling"
@@ -138,13 +139,8 @@ def _grouped_im2col(op: ir.Operation) -> bool:
     2.94 ms packed, 1.33 as IREE's loops), so they do not ask for data tiling."""
     if op.name != "linalg.batch_matmul":
         return False
-    for v in list(op.operands)[:2]:
-        owner = getattr(v.owner, "operation", v.owner)  # an OpView or a block argument's Block
-        while isinstance(owner, ir.Operation) and owner.name == "tensor.collapse_shape":
-            owner = getattr(owner.operands[0].owner, "operation", owner.operands[0].owner)
-        if isinstance(owner, ir.Operation) and IM2COL_ATTR in owner.attributes:
-            return True
-    return False
+    return any((p := producer_through_reshapes(v)) is not None and IM2COL_ATTR in p.attributes
+               for v in list(op.operands)[:2])
 
 
 def _nchw_convolution(module: ir.Operation) -> str:

@@ -46,7 +46,7 @@ from ..report import short_location
 from .configs import IM2COL_ATTR, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR, KernelConfig, MatmulConfig
 from .cost_model import choose_config, choose_im2col_config, select_matmul_config
 from .options import cuda_target, tuning_cache
-from .signatures import MATMULS, elementwise_signature, matmul_shape
+from .signatures import MATMULS, RESHAPES, elementwise_signature, matmul_shape, producer_through_reshapes
 
 
 def _forced_kernel(text: str) -> str | None:
@@ -154,7 +154,7 @@ def _standalone_elementwise(op: ir.Operation) -> bool:
     if any(o.operation.name == "linalg.index" for o in body.operations):
         return False
     inputs = list(g.inputs)
-    owners = [_producer_through_reshapes(v) for v in inputs]
+    owners = [producer_through_reshapes(v) for v in inputs]
     if any(o is not None and o.name.startswith("linalg.") for o in owners):
         return False
     if inputs and all(o is not None and o.name == "arith.constant" for o in owners):
@@ -164,23 +164,11 @@ def _standalone_elementwise(op: ir.Operation) -> bool:
     return not any(u.name.startswith("linalg.") for r in op.results for u in _users_through_reshapes(r))
 
 
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
-"""Ops IREE folds away when it forms dispatches: a linalg op behind one is still a neighbour."""
-
-
-def _producer_through_reshapes(value: ir.Value):
-    owner = value.owner if isinstance(value, ir.OpResult) else None
-    while owner is not None and owner.name in _RESHAPES:
-        source = owner.operands[0]
-        owner = source.owner if isinstance(source, ir.OpResult) else None
-    return owner
-
-
 def _users_through_reshapes(value: ir.Value) -> list:
     users = []
     for use in value.uses:
         user = use.owner
-        if user.name in _RESHAPES:
+        if user.name in RESHAPES:
             users += _users_through_reshapes(user.results[0])
         else:
             users.append(user)

@@ -742,12 +742,10 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.fusion_text = fusion_report.summary_text()
         written, aliased = abi.hazards(module_op)
         failing = abi.failing_asserts(module_op)
-        tiling = (ir.StringAttr(module_op.attributes[DATA_TILING_ATTR]).value
-                  if DATA_TILING_ATTR in module_op.attributes else None)
-        reassociate = (ir.StringAttr(module_op.attributes[REASSOCIATE_ATTR]).value
-                       if REASSOCIATE_ATTR in module_op.attributes else None)
-        channels_last = (ir.StringAttr(module_op.attributes[CHANNELS_LAST_ATTR]).value
-                         if CHANNELS_LAST_ATTR in module_op.attributes else None)
+        # fusion-cpu-codegen's choices: each a string attribute on the module saying why, or absent
+        tiling, reassociate, channels_last = (
+            ir.StringAttr(module_op.attributes[a]).value if a in module_op.attributes else None
+            for a in (DATA_TILING_ATTR, REASSOCIATE_ATTR, CHANNELS_LAST_ATTR))
     iree_flags: tuple[str, ...] = ()
     if tgt.device == "cpu":
         from .backend import CHANNELS_LAST_FLAG, DATA_TILING_FLAGS, REASSOCIATE_FLAG
