@@ -6,6 +6,7 @@ tensors (and for CUDA tensors, which cross by DLPack without a host copy).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any
@@ -81,6 +82,56 @@ def _apply_runtime_flags() -> None:
         ) from None
 
 
+CPU_WAIT_ENV = "BRAZE_CPU_WAIT"
+"""How a thread calling a CPU program waits for IREE's workers: 'batch' (the default) or
+'normal' (the thread's own scheduling, as iree.runtime leaves it)."""
+
+
+def _batch_wait() -> bool:
+    """Whether CPU calls wait as SCHED_BATCH (see `_WaitBehindWorkers`)."""
+    value = os.environ.get(CPU_WAIT_ENV, "batch").strip().lower()
+    if value not in ("batch", "normal"):
+        raise DeviceError(f"{CPU_WAIT_ENV}={value!r}: expected 'batch' or 'normal'")
+    return value == "batch" and hasattr(os, "SCHED_BATCH") and hasattr(os, "sched_setscheduler")
+
+
+class _WaitBehindWorkers:
+    """The calling thread runs a CPU call as SCHED_BATCH, and gets its own policy back after.
+
+    IREE 3.13's wait for a call's fence (`hal.fence.await`, iree_async_semaphore_multi_wait)
+    spins, after the futex wakes it, until the worker that signalled the fence has left its
+    callback. Linux lets a woken SCHED_OTHER thread preempt the thread that woke it; with as many
+    workers as cores the caller lands on the signalling worker's core and spins there while that
+    worker waits to finish: LayerNorm + GELU at two workers on a 2-core host took 2.9-3.1 ms
+    under iree-benchmark-module and 1.76-1.79 ms with every thread SCHED_BATCH, which never
+    preempts on wake-up (bench/NOTES.md §41). Only a thread that is SCHED_OTHER is changed (a
+    real-time or idle thread keeps its policy); nice values are kept either way. A host that
+    refuses the change (a seccomp profile) runs calls as they are."""
+
+    __slots__ = ("changed",)
+
+    def __enter__(self):
+        self.changed = False
+        try:
+            if os.sched_getscheduler(0) == os.SCHED_OTHER:
+                os.sched_setscheduler(0, os.SCHED_BATCH, _SCHED_PARAM)
+                self.changed = True
+        except OSError:
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        if self.changed:
+            try:
+                os.sched_setscheduler(0, os.SCHED_OTHER, _SCHED_PARAM)
+            except OSError:  # pragma: no cover - going back to SCHED_OTHER is always allowed
+                pass
+        return False
+
+
+_SCHED_PARAM = os.sched_param(0) if hasattr(os, "sched_param") else None
+
+
 class Program:
     """A .vmfb loaded on a device, callable with flat lists of arrays."""
 
@@ -123,6 +174,7 @@ class Program:
                 f"{source} cannot run on this {target.driver} device: {str(e).splitlines()[0]}"
             ) from None
         self._fn = self._vm_module.lookup_function("main")
+        self._batch_wait = target.driver == "local-task" and _batch_wait()
         if self._fn is None:
             raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
         self._check_declaration(source)
@@ -297,7 +349,11 @@ class Program:
             torch.cuda.current_stream(_cuda_index(values)).synchronize()
         results = rt.VmVariantList(len(outputs))
         try:
-            self._context.invoke(self._fn, args, results)
+            if self._batch_wait:
+                with _WaitBehindWorkers():
+                    self._context.invoke(self._fn, args, results)
+            else:
+                self._context.invoke(self._fn, args, results)
         finally:
             if transients is not None:
                 # main is synchronous: the device is done with the storage when invoke returns.
