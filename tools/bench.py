@@ -555,6 +555,7 @@ def bench_here(args) -> int:
     copy_gbs = copy_bandwidth(_torch_device(device))
     result = _header(device, args.target, {"reps": args.reps, "budget_s": budget, "quick": args.quick,
                                            "threads": args.threads, "mode": "local",
+                                           "cpu_driver": _cpu_driver(device, args.threads),
                                            "torch_compile_modes": _modes(args.torch_compile_modes, device)},
                      copy_gbs)
     modes = _modes(args.torch_compile_modes, device)
@@ -731,7 +732,7 @@ def bench_run(args) -> int:
     result = _header(device, manifests[0].get("target"),
                      {"reps": args.reps, "budget_s": budget, "quick": args.quick, "mode": "artifacts",
                       "torch_compile_modes": modes,
-                      "threads": args.threads,
+                      "threads": args.threads, "cpu_driver": _cpu_driver(device, args.threads),
                       "built": manifests[0].get("built"), "build_versions": manifests[0].get("versions")},
                      copy_gbs)
     # One workload's artifacts may sit in two groups (the build splits big ones): measure
@@ -900,6 +901,8 @@ def _machine_line(result: dict) -> str:
     threads = result.get("settings", {}).get("threads")
     if threads:
         text += f", {threads} thread(s) for torch and IREE"
+        if result.get("settings", {}).get("cpu_driver") == "local-sync":
+            text += " (braze's and IREE's calls on the calling thread: IREE's local-sync driver)"
     if m.get("load_avg_at_start"):
         text += f", load average {m['load_avg_at_start'][0]} at start / {m.get('load_avg_at_end', ['?'])[0]} at end"
     if m.get("gpu"):
@@ -1050,15 +1053,24 @@ def _results(path: str) -> dict:
     return data
 
 
+def _cpu_driver(device: str, threads: int | None) -> str | None:
+    """The IREE driver braze's CPU programs run on with these threads (braze.set_cpu_threads)."""
+    if device != "cpu":
+        return None
+    return "local-sync" if threads == 1 else "local-task"
+
+
 def set_threads(n: int | None) -> None:
-    """Give torch and IREE the same number of CPU threads (before any IREE device opens)."""
+    """Give torch and braze's CPU programs the same number of threads (before any IREE device
+    opens): one thread runs braze's calls on the calling thread (braze.set_cpu_threads)."""
     if not n:
         return
     import torch
-    import iree.runtime as rt
+
+    import braze
 
     torch.set_num_threads(n)
-    rt.flags.parse_flags(f"--task_topology_group_count={n}")
+    braze.set_cpu_threads(n)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,8 @@ manifest (eager's output checksum here, to catch a model rebuilt differently the
 rebuilds each model from the workload table (seeded), loads its artifacts and times eager and
 each variant in 7 interleaved blocks of calls in one process (median), with torch's intra-op
 threads and IREE's local-task workers both set to --threads; prints ms, speedup over eager and
-the error against eager.
+the error against eager. `--wait batch,normal` loads each artifact once per way of waiting for
+IREE's workers (BRAZE_CPU_WAIT, bench/NOTES.md §41) and times both.
 """
 
 from __future__ import annotations
@@ -79,12 +80,12 @@ def build(args) -> None:
 
 
 def run(args) -> None:
-    import iree.runtime as rt
     import torch
 
-    rt.flags.parse_flags(f"--task_topology_group_count={args.threads}")
     torch.set_num_threads(args.threads)
     import braze
+
+    braze.set_cpu_threads(args.threads)  # one thread: IREE's local-sync driver (bench/NOTES.md §41)
     from braze.zoo import WORKLOADS
 
     with open(os.path.join(args.dir, "manifest.json")) as f:
@@ -97,7 +98,16 @@ def run(args) -> None:
             ref = model(*inputs)
         note = "" if abs(_checksum(ref) - entry["checksum"]) <= 1e-6 * abs(entry["checksum"]) else \
             "  (the model rebuilt here differs from the one compiled: errors are not comparable)"
-        mods = {v: braze.load(os.path.join(args.dir, e["file"])) for v, e in entry["variants"].items()}
+        mods, dispatches = {}, {}
+        for v, e in entry["variants"].items():
+            for wait in args.wait.split(","):
+                os.environ["BRAZE_CPU_WAIT"] = wait  # read when the module loads, on its first call
+                key = v if "," not in args.wait else f"{v}/{wait}"
+                mods[key] = braze.load(os.path.join(args.dir, e["file"]))
+                with torch.no_grad():
+                    mods[key](*inputs)
+                dispatches[key] = e["dispatches"]
+        os.environ.pop("BRAZE_CPU_WAIT", None)
         fns = {"eager": lambda: model(*inputs), **{k: (lambda c=c: c(*inputs)) for k, c in mods.items()}}
         with torch.no_grad():
             for f in fns.values():
@@ -119,7 +129,7 @@ def run(args) -> None:
             out = c(*inputs)
             err = float((out - ref).abs().max() / ref.abs().max())
             print(f"{name:20s} {k:18s} {med[k]:8.3f} ms  {med['eager'] / med[k]:5.2f}x eager  "
-                  f"{entry['variants'][k]['dispatches']:3d} disp  rel err {err:.1e}", flush=True)
+                  f"{dispatches[k]:3d} disp  rel err {err:.1e}", flush=True)
 
 
 def _cpu_name() -> str:
@@ -142,6 +152,8 @@ def main(argv=None) -> None:
     r.add_argument("dir")
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--rounds", type=int, default=7)
+    r.add_argument("--wait", default="batch",
+                   help="how calls wait for IREE's workers (BRAZE_CPU_WAIT), comma-separated: batch,normal")
     a = p.parse_args(argv)
     (build if a.cmd == "build" else run)(a)
 

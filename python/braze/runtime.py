@@ -82,6 +82,63 @@ def _apply_runtime_flags() -> None:
         ) from None
 
 
+CPU_THREADS_ENV = "BRAZE_CPU_THREADS"
+"""Threads for CPU programs when braze.set_cpu_threads was not called (see there)."""
+
+_CPU_THREADS: int | None = None  # set_cpu_threads' value
+_CPU_THREADS_SET = False
+_CPU_IN_USE: tuple | None = None  # (threads, driver) of the first CPU program this process loaded
+
+
+def set_cpu_threads(threads: int | None) -> None:
+    """How many threads run braze's CPU programs in this process; call it before the first CPU
+    module runs (IREE makes its CPU device once per process).
+
+    1: IREE's local-sync driver: the calling thread runs every dispatch itself, no worker
+    threads and no hand-over per call (IREE's task system costs 0.1-0.4 ms a call at one
+    worker: attention 0.94 -> 0.75 ms, a 256x256 elementwise chain 0.159 -> 0.045; bench/NOTES.md
+    §41). N > 1: IREE's local-task driver with N workers. None: local-task with IREE's default,
+    a worker per physical core. Without a call, the BRAZE_CPU_THREADS environment variable
+    decides, and without it None. torch's own threads are torch.set_num_threads'.
+    """
+    global _CPU_THREADS, _CPU_THREADS_SET
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise DeviceError(f"braze.set_cpu_threads({threads!r}): expected a positive int or None")
+    with _LOCK:
+        if _CPU_IN_USE is not None and _CPU_IN_USE[0] != threads:
+            raise DeviceError(
+                f"braze.set_cpu_threads({threads}): this process already runs CPU programs with "
+                f"{_describe_threads(_CPU_IN_USE[0])} ({_CPU_IN_USE[1]}), and IREE makes its CPU device "
+                "once per process; call set_cpu_threads before the first CPU module runs")
+        _CPU_THREADS, _CPU_THREADS_SET = threads, True
+
+
+def _describe_threads(threads: int | None) -> str:
+    return "IREE's default threads" if threads is None else f"{threads} thread{'s' if threads > 1 else ''}"
+
+
+def _cpu_driver() -> str:
+    """The driver CPU programs run on (and, for local-task, its worker count set), decided once."""
+    global _CPU_IN_USE
+    with _LOCK:
+        if _CPU_IN_USE is None:
+            threads = _CPU_THREADS if _CPU_THREADS_SET else _threads_from_env()
+            driver = "local-sync" if threads == 1 else "local-task"
+            if threads is not None and threads > 1:
+                rt.flags.parse_flags(f"--task_topology_group_count={threads}")
+            _CPU_IN_USE = (threads, driver)
+        return _CPU_IN_USE[1]
+
+
+def _threads_from_env() -> int | None:
+    text = os.environ.get(CPU_THREADS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise DeviceError(f"{CPU_THREADS_ENV}={text!r}: expected a positive number of threads")
+    return int(text)
+
+
 CPU_WAIT_ENV = "BRAZE_CPU_WAIT"
 """How a thread calling a CPU program waits for IREE's workers: 'batch' (the default) or
 'normal' (the thread's own scheduling, as iree.runtime leaves it)."""
@@ -154,11 +211,13 @@ class Program:
         output storage of a result whose size only the call decides."""
         self.transient_storage = transient_storage
         """True when main then takes one buffer for its intermediates (`iree.abi.transients`)."""
+        self.driver = _cpu_driver() if target.device == "cpu" else target.driver
+        """The IREE driver that runs it: a CPU program's follows braze.set_cpu_threads."""
         instance = _instance()
         try:
-            self.device = rt.get_device(target.driver)
+            self.device = rt.get_device(self.driver)
         except Exception as e:
-            raise DeviceError(f"iree.runtime could not open a '{target.driver}' device: {e}") from None
+            raise DeviceError(f"iree.runtime could not open a '{self.driver}' device: {e}") from None
         try:
             self._vm_module = rt.VmModule.copy_buffer(instance, vmfb)
         except Exception as e:
@@ -171,10 +230,10 @@ class Program:
             self._context = rt.VmContext(instance, modules=[hal, self._vm_module])
         except Exception as e:
             raise ArtifactError(
-                f"{source} cannot run on this {target.driver} device: {str(e).splitlines()[0]}"
+                f"{source} cannot run on this {self.driver} device: {str(e).splitlines()[0]}"
             ) from None
         self._fn = self._vm_module.lookup_function("main")
-        self._batch_wait = target.driver == "local-task" and _batch_wait()
+        self._batch_wait = self.driver == "local-task" and _batch_wait()
         if self._fn is None:
             raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
         self._check_declaration(source)
@@ -274,7 +333,7 @@ class Program:
         if value.dtype is not _torch_dtype(spec.dtype) or (tuple(value.shape) != tuple(spec.shape)
                                                            and not spec.matches(value.shape)):
             _check(name, spec, list(value.shape), str(value.dtype).replace("torch.", ""))
-        same_device = (kind == "cpu" and self.target.driver == "local-task") or (
+        same_device = (kind == "cpu" and self.target.device == "cpu") or (
             kind == "cuda" and self.target.driver == "cuda"
         )
         if not same_device or spec.dtype == "bool":
@@ -399,7 +458,7 @@ class Program:
         import torch
 
         index = _cuda_index(values) if self.target.driver == "cuda" else 0
-        device = {"local-task": "cpu", "cuda": f"cuda:{index}"}.get(self.target.driver)
+        device = {"cpu": "cpu", "cuda": f"cuda:{index}"}.get(self.target.device)
         tensors, storage = [None] * len(self.outputs), None
         if self.output_storage:
             storage = []
@@ -476,7 +535,7 @@ class Program:
         dtype = np.dtype(_NUMPY[spec.dtype])
         if 0 in spec.shape or bv.byte_length == 0:
             return np.zeros(spec.shape, dtype)
-        if self.target.driver == "local-task":
+        if self.target.device == "cpu":
             return _read(bv, spec)
         if self.target.driver == "vulkan":
             return _staged_read(self.device, bv, spec)
