@@ -139,6 +139,24 @@ def _threads_from_env() -> int | None:
     return int(text)
 
 
+_SYNC_DEVICE = None
+
+
+def _open_device(driver: str):
+    """iree.runtime's cached device for a driver; local-sync's is braze's own, with IREE's caching
+    allocator: without it every result is a fresh allocation (a 64 MiB one is mmapped and
+    faulted in per call: the 4096x4096 chain took 39.5 ms a call against 7.1 with it; local-task's
+    queue reuses its results' memory by itself, bench/NOTES.md §41). Freed results stay cached
+    for the next call of the same sizes."""
+    global _SYNC_DEVICE
+    if driver != "local-sync":
+        return rt.get_device(driver)
+    with _LOCK:
+        if _SYNC_DEVICE is None:
+            _SYNC_DEVICE = rt.get_driver(driver).create_default_device(allocators=["caching"])
+        return _SYNC_DEVICE
+
+
 CPU_WAIT_ENV = "BRAZE_CPU_WAIT"
 """How a thread calling a CPU program waits for IREE's workers: 'batch' (the default) or
 'normal' (the thread's own scheduling, as iree.runtime leaves it)."""
@@ -215,7 +233,7 @@ class Program:
         """The IREE driver that runs it: a CPU program's follows braze.set_cpu_threads."""
         instance = _instance()
         try:
-            self.device = rt.get_device(self.driver)
+            self.device = _open_device(self.driver)
         except Exception as e:
             raise DeviceError(f"iree.runtime could not open a '{self.driver}' device: {e}") from None
         try:

@@ -35,15 +35,20 @@ SCRIPT = textwrap.dedent("""
     x = torch.randn(9, 24)
     compiled = braze.compile(model, x, cache=False)
     errs = []
-    for _ in range(3):
+    allocator = None
+    for _ in range(10):
         x = torch.randn(9, 24)
         with torch.no_grad():
             ref = model.double()(x.double())
             model.float()
         errs.append(float((compiled(x).double() - ref).abs().max()))
+        if allocator is None:  # after the first call: the constants, the transients, one result
+            allocator = compiled.program.device.allocator
+            first = allocator.statistics["device_bytes_allocated"] if allocator.has_statistics else None
     out["err"] = max(errs)
     out["driver"] = compiled.program.driver
     out["workers"] = workers()
+    out["allocated_after_first"] = None if first is None else allocator.statistics["device_bytes_allocated"] - first
     try:
         braze.set_cpu_threads(5)
         out["again"] = "accepted"
@@ -73,6 +78,9 @@ def test_one_thread_runs_on_the_calling_thread():
     assert out["workers"] == 0
     assert out["err"] < 1e-5
     assert "already runs CPU programs with 1 thread (local-sync)" in out["again"]
+    # The device caches freed results: the nine calls after the first allocate no new 9x16 result.
+    if out["allocated_after_first"] is not None:
+        assert out["allocated_after_first"] < 9 * 16 * 4, out
 
 
 def test_n_threads_are_n_iree_workers():
