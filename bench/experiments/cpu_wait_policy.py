@@ -1,6 +1,7 @@
 """How the calling thread waits for IREE's CPU workers (bench/NOTES.md §41): braze's CPU calls
-with the caller SCHED_BATCH during the call (braze's default) and as iree.runtime leaves it
-(BRAZE_CPU_WAIT=normal), beside eager, interleaved in one process:
+as iree.runtime leaves the caller (BRAZE_CPU_WAIT=normal), with the caller SCHED_BATCH during the
+call (batch), and as each program measured faster on its first calls (auto, braze's default; the
+way it chose is printed), beside eager, interleaved in one process:
 
     python bench/experiments/cpu_wait_policy.py THREADS [WORKLOAD,...]
 
@@ -29,7 +30,7 @@ rt.flags.parse_flags(f"--task_topology_group_count={threads}")
 for name in names:
     model, args = WORKLOADS[name].build("cpu")
     modules = {}
-    for policy in ("normal", "batch"):
+    for policy in ("normal", "batch", "auto"):
         os.environ["BRAZE_CPU_WAIT"] = policy  # read when the module is loaded
         modules[policy] = braze.compile(model, *args)
     os.environ.pop("BRAZE_CPU_WAIT")
@@ -42,4 +43,5 @@ for name in names:
     eager = times["eager"]
     print(f"{name:20s} threads={threads} eager {eager:.3f} ms | "
           + " | ".join(f"braze {k} {times['braze ' + k]:.3f} ms {eager / times['braze ' + k]:.2f}x eager "
-                       f"(err {errs[k]:.1e})" for k in modules), flush=True)
+                       f"(err {errs[k]:.1e})" for k in modules)
+          + f" | auto chose {modules['auto'].program.wait_policy}", flush=True)
