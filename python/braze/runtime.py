@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -160,60 +158,20 @@ def _open_device(driver: str):
 
 
 CPU_WAIT_ENV = "BRAZE_CPU_WAIT"
-"""How a thread calling a CPU program waits for IREE's workers: 'auto' (the default: each
-program times both ways on its first calls and keeps the faster, see `_WaitChooser`), 'batch'
-(SCHED_BATCH during the call, `_WaitBehindWorkers`) or 'normal' (as iree.runtime leaves it)."""
+"""How a thread calling a CPU program waits for IREE's workers: 'batch' (the default: SCHED_BATCH
+during the call, `_WaitBehindWorkers`) or 'normal' (as iree.runtime leaves it)."""
 
-WAIT_POLICIES = ("auto", "batch", "normal")
+WAIT_POLICIES = ("batch", "normal")
 
 
 def _wait_policy() -> str:
     """BRAZE_CPU_WAIT's policy; 'normal' where the OS has no SCHED_BATCH."""
-    value = os.environ.get(CPU_WAIT_ENV, "auto").strip().lower() or "auto"
+    value = os.environ.get(CPU_WAIT_ENV, "batch").strip().lower() or "batch"
     if value not in WAIT_POLICIES:
-        raise DeviceError(f"{CPU_WAIT_ENV}={value!r}: expected 'auto', 'batch' or 'normal'")
+        raise DeviceError(f"{CPU_WAIT_ENV}={value!r}: expected 'batch' or 'normal'")
     if not (hasattr(os, "SCHED_BATCH") and hasattr(os, "sched_setscheduler")):
         return "normal"
     return value
-
-
-class _WaitChooser:
-    """Times a program's calls waiting both ways and keeps SCHED_BATCH only where it is clearly
-    faster (bench/NOTES.md §41): on this project's 2-core EPYC it took LayerNorm + GELU from 3.04
-    to 2.14 ms a call at two workers; on a 16-core Xeon it made every workload slower at 16
-    workers (ResNet-18 3.04 -> 6.31 ms) and changed little at 2, 4 and 8. So the host decides,
-    and each program measures: after WARMUP calls, ROUNDS rounds of BLOCK calls waiting as
-    SCHED_BATCH then BLOCK calls as the thread is (blocks, not alternate calls: the slow way's
-    stalls depend on the calls before it); batch wins when its mean is below MARGIN times
-    normal's (means, not medians: the slow way is bimodal, 3.3 or 8 ms a call for LayerNorm +
-    GELU, and how often it stalls is what counts). A program whose input sizes change between
-    calls (a dynamic build) keeps 'normal': its calls are not comparable."""
-
-    WARMUP, BLOCK, ROUNDS, MARGIN = 3, 6, 3, 0.9
-    clock = staticmethod(time.perf_counter)
-
-    def __init__(self):
-        self.calls = 0
-        self.times = {"batch": [], "normal": []}
-        self.choice: str | None = None
-
-    def next(self) -> str:
-        """The way the next call waits (a trial's, or the choice once made)."""
-        if self.choice is not None:
-            return self.choice
-        trial = self.calls - self.WARMUP
-        return "normal" if trial < 0 else ("batch", "normal")[(trial // self.BLOCK) % 2]
-
-    def record(self, policy: str, seconds: float) -> None:
-        if self.choice is not None:
-            return
-        self.calls += 1
-        if self.calls <= self.WARMUP:
-            return
-        self.times[policy].append(seconds)
-        if all(len(v) >= self.BLOCK * self.ROUNDS for v in self.times.values()):
-            batch, normal = (statistics.fmean(self.times[k]) for k in ("batch", "normal"))
-            self.choice = "batch" if batch < self.MARGIN * normal else "normal"
 
 
 class _WaitBehindWorkers:
@@ -225,8 +183,8 @@ class _WaitBehindWorkers:
     workers as cores the caller lands on the signalling worker's core and spins there while that
     worker waits to finish: LayerNorm + GELU at two workers on a 2-core EPYC took 2.9-3.1 ms
     under iree-benchmark-module and 1.76-1.79 ms with every thread SCHED_BATCH, which never
-    preempts on wake-up (bench/NOTES.md §41). Not every host: on a 16-core Xeon it is slower
-    (`_WaitChooser` decides per program). Only a thread that is SCHED_OTHER is changed (a
+    preempts on wake-up (bench/NOTES.md §41). On a 16-core Xeon one run had it slower and
+    another within noise (BRAZE_CPU_WAIT=normal turns it off). Only a thread that is SCHED_OTHER is changed (a
     real-time or idle thread keeps its policy); nice values are kept either way. A host that
     refuses the change (a seccomp profile) runs calls as they are."""
 
@@ -298,12 +256,8 @@ class Program:
                 f"{source} cannot run on this {self.driver} device: {str(e).splitlines()[0]}"
             ) from None
         self._fn = self._vm_module.lookup_function("main")
-        policy = _wait_policy() if self.driver == "local-task" else "normal"
-        if policy == "auto" and any(spec.dynamic for spec in self.inputs):
-            policy = "normal"
-        self._wait = _WaitChooser() if policy == "auto" else None
-        self._wait_fixed = policy
-        """How calls wait for IREE's workers: 'batch' or 'normal', or the chooser's when 'auto'."""
+        self.wait_policy = _wait_policy() if self.driver == "local-task" else "normal"
+        """How calls wait for IREE's workers: 'batch' or 'normal' (BRAZE_CPU_WAIT; local-sync has none)."""
         if self._fn is None:
             raise ArtifactError(f"{source} has no 'main' function; it was not made by braze")
         self._check_declaration(source)
@@ -478,29 +432,16 @@ class Program:
             torch.cuda.current_stream(_cuda_index(values)).synchronize()
         results = rt.VmVariantList(len(outputs))
         try:
-            chooser = self._wait
-            policy = chooser.next() if chooser is not None else self._wait_fixed
-            start = _WaitChooser.clock() if chooser is not None else 0.0
-            if policy == "batch":
+            if self.wait_policy == "batch":
                 with _WaitBehindWorkers():
                     self._context.invoke(self._fn, args, results)
             else:
                 self._context.invoke(self._fn, args, results)
-            if chooser is not None:
-                chooser.record(policy, _WaitChooser.clock() - start)
         finally:
             if transients is not None:
                 # main is synchronous: the device is done with the storage when invoke returns.
                 self._idle_transients.append(transients)
         return [results.get_as_object(i, rt.HalBufferView) for i in range(len(outputs))]
-
-    @property
-    def wait_policy(self) -> str:
-        """How this program's calls wait for IREE's workers now: 'batch', 'normal', or 'trying'
-        while BRAZE_CPU_WAIT=auto still times both."""
-        if self._wait is None:
-            return self._wait_fixed
-        return self._wait.choice or "trying"
 
     def _take_transients(self, nbytes: int):
         """A storage buffer of at least `nbytes` for this call's intermediates: an idle one, or a
