@@ -184,9 +184,9 @@ class _WaitBehindWorkers:
     worker waits to finish: LayerNorm + GELU at two workers on a 2-core EPYC took 2.9-3.1 ms
     under iree-benchmark-module and 1.76-1.79 ms with every thread SCHED_BATCH, which never
     preempts on wake-up (bench/NOTES.md §41). On a 16-core Xeon one run had it slower and
-    another within noise (BRAZE_CPU_WAIT=normal turns it off). Only a thread that is SCHED_OTHER is changed (a
-    real-time or idle thread keeps its policy); nice values are kept either way. A host that
-    refuses the change (a seccomp profile) runs calls as they are."""
+    another within noise (BRAZE_CPU_WAIT=normal turns it off). Only a thread that is SCHED_OTHER
+    is changed (a real-time or idle thread keeps its policy); nice values are kept either way. A
+    host that refuses the change (a seccomp profile) runs calls as they are."""
 
     __slots__ = ("changed",)
 
