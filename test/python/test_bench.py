@@ -1,6 +1,8 @@
 """braze bench: the harness end to end on one tiny workload, locally and through build/run."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -42,10 +44,16 @@ def _check_result(result, contenders=CPU_CONTENDERS):
 @pytest.mark.slow
 def test_bench_here(tmp_path):
     out = tmp_path / "r.json"
-    assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", "1", "--json", str(out),
-                       "--torch-compile-modes", "default,max-autotune"]) == 0
+    # A process of its own: --threads 1 sets braze's CPU threads, which a process that already
+    # ran CPU programs (this test's worker) refuses to change.
+    p = subprocess.run([sys.executable, "-m", "braze", "bench", "--workloads", "tiny_chain", "--reps", "3",
+                        "--threads", "1", "--json", str(out), "--torch-compile-modes", "default,max-autotune"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     result = json.loads(out.read_text())
     _check_result(result, CPU_CONTENDERS + ("inductor-max",))
+    assert result["settings"]["cpu_driver"] == "local-sync"
+    assert "IREE's local-sync driver" in p.stdout
     text = bench.table(result)
     assert "| tiny_chain | 256x256 float32 | eager |" in text
     assert "| tiny_chain | 256x256 float32 | inductor-max |" in text
@@ -57,6 +65,19 @@ def test_bench_here(tmp_path):
     else:
         assert bench.main(["chart", str(out), "-o", str(tmp_path / "c.png")]) == 0
         assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_threads_in_a_process_that_ran_cpu_programs_is_refused(capsys):
+    import torch
+
+    import braze
+
+    braze.compile(torch.nn.ReLU(), torch.randn(4), cache=False)(torch.randn(4))  # the CPU device opens
+    from braze.runtime import _CPU_IN_USE
+
+    other = 2 if _CPU_IN_USE[0] != 2 else 3
+    assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", str(other)]) == 1
+    assert f"braze.set_cpu_threads({other}): this process already runs CPU programs" in capsys.readouterr().err
 
 
 def test_build_then_run(tmp_path):
