@@ -69,30 +69,19 @@ def _check(model, compiled, x):
     assert torch.allclose(got.double(), ref, rtol=1e-4, atol=1e-5), float((got.double() - ref).abs().max())
 
 
-def test_a_cpu_call_waits_as_batch_and_gives_the_policy_back(monkeypatch):
+@pytest.mark.parametrize("own, inside", [(os.SCHED_OTHER, os.SCHED_BATCH), (os.SCHED_IDLE, os.SCHED_IDLE)],
+                         ids=["sched_other_waits_as_batch", "sched_idle_is_left_alone"])
+def test_a_cpu_call_changes_only_a_sched_other_thread_and_gives_its_policy_back(monkeypatch, own, inside):
     model, compiled, recording = _compiled(monkeypatch)
 
     def call():
-        x = torch.randn(5, 24)
-        _check(model, compiled, x)
-        return os.sched_getscheduler(0)
-
-    after = _in_thread(call)
-    assert recording.policies == [os.SCHED_BATCH]
-    assert after == os.SCHED_OTHER
-
-
-def test_a_thread_that_is_not_sched_other_keeps_its_policy(monkeypatch):
-    model, compiled, recording = _compiled(monkeypatch)
-
-    def call():
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(0, own, os.sched_param(0))  # a fresh thread: SCHED_OTHER -> itself
         _check(model, compiled, torch.randn(5, 24))
         return os.sched_getscheduler(0)
 
     after = _in_thread(call)
-    assert recording.policies == [os.SCHED_IDLE]
-    assert after == os.SCHED_IDLE
+    assert recording.policies == [inside]
+    assert after == own
 
 
 def test_the_policy_is_given_back_when_the_call_fails(monkeypatch):
