@@ -183,52 +183,86 @@ def _rewrite(op: ir.Operation, read_padding: bool) -> None:
     tx, tw, acc = (str(t.element_type) for t in (xt, wt, ot))
     X, W, O = str(xt), str(wt), str(ot)  # noqa: N806
     col6 = f"tensor<{c}x{kh}x{kw}x{n}x{oh}x{ow}x{tx}>"
-    par = ", ".join(['"parallel"'] * 6)
     padding = _zero_padding(x) if read_padding else None
     if padding is None:
-        im2col = f"""
-  %e = tensor.empty() : {col6}
-  %col = linalg.generic {{indexing_maps = [
-      affine_map<(c, kh, kw, n, oh, ow) -> (n, c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
-      affine_map<(c, kh, kw, n, oh, ow) -> (c, kh, kw, n, oh, ow)>],
-      iterator_types = [{par}], {IM2COL_ATTR}}}
-      ins(%x : {X}) outs(%e : {col6}) {{
-    ^bb0(%in: {tx}, %out: {tx}):
-      linalg.yield %in : {tx}
-  }} -> {col6}
-"""
+        im2col = _im2col_copy(X, col6, tx, (sh, sw), (dh, dw))
         source = x
     else:
         source, (top, left) = padding
         im2col = _im2col_reading_unpadded(str(source.type), col6, tx, (sh, sw), (dh, dw), (top, left),
                                           ir.RankedTensorType(source.type).shape[2:])
         X = str(source.type)  # noqa: N806
-    text = f"""
+    text = _matmul_template(X, W, O, im2col, col6, (tx, tw, acc), (f, k, m, n, oh, ow))
+    replace_with_template(op, text, [source, w, init])
+    if padding is not None and not list(x.uses):
+        x.owner.erase()  # the padded copy nothing reads any more
+
+
+def _im2col_copy(X: str, col: str, tx: str, stride, dilation, grouped: bool = False) -> str:  # noqa: N803
+    """The im2col copy of input X ([N, G,] C, H, W) into `col` ([G,] C, KH, KW, N, OH, OW)."""
+    (sh, sw), (dh, dw) = stride, dilation
+    lead = "g, " if grouped else ""
+    par = ", ".join(['"parallel"'] * (7 if grouped else 6))
+    return f"""
+  %e = tensor.empty() : {col}
+  %col = linalg.generic {{indexing_maps = [
+      affine_map<({lead}c, kh, kw, n, oh, ow) -> (n, {lead}c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
+      affine_map<({lead}c, kh, kw, n, oh, ow) -> ({lead}c, kh, kw, n, oh, ow)>],
+      iterator_types = [{par}], {IM2COL_ATTR}}}
+      ins(%x : {X}) outs(%e : {col}) {{
+    ^bb0(%in: {tx}, %out: {tx}):
+      linalg.yield %in : {tx}
+  }} -> {col}
+"""
+
+
+def _matmul_template(X: str, W: str, O: str, im2col: str, col: str, types, sizes,  # noqa: N803
+                     groups: int | None = None) -> str:
+    """The rewrite's function around its im2col copy `col` ([G,] C, KH, KW, N, OH, OW): the copy
+    and the weight collapsed to [G,] K x M and [G,] F x K, one matmul (a batch matmul over G
+    groups), its result expanded back to [G,] F, N, OH, OW and added to init in NCHW (NGCHW)
+    order. One template for both rewrites: a grouped convolution is the same with a leading
+    group dimension."""
+    tx, tw, acc = types
+    f, k, m, n, oh, ow = sizes
+    g = [] if groups is None else [groups]
+    s = len(g)  # the first dimension after the group
+
+    def tensor(*dims, element: str) -> str:
+        return "tensor<" + "x".join(str(d) for d in g + list(dims)) + f"x{element}>"
+
+    def reassociation(*dims: list[int]) -> str:
+        """A collapse/expand reassociation, the group dimension kept as its own."""
+        return str([[0]] * s + [[d + s for d in group] for group in dims])
+
+    lead = "g, " if g else ""
+    matmul = "linalg.batch_matmul" if g else "linalg.matmul"
+    B, A, P = tensor(k, m, element=tx), tensor(f, k, element=tw), tensor(f, m, element=acc)  # noqa: N806
+    P4 = tensor(f, n, oh, ow, element=acc)  # noqa: N806
+    par = ", ".join(['"parallel"'] * (4 + s))
+    return f"""
 func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
-{im2col}  %b = tensor.collapse_shape %col [[0, 1, 2], [3, 4, 5]] : {col6} into tensor<{k}x{m}x{tx}>
-  %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : {W} into tensor<{f}x{k}x{tw}>
+{im2col}  %b = tensor.collapse_shape %col {reassociation([0, 1, 2], [3, 4, 5])} : {col} into {B}
+  %a = tensor.collapse_shape %w {reassociation([0], [1, 2, 3])} : {W} into {A}
   %zero = arith.constant 0.0 : {acc}
-  %pe = tensor.empty() : tensor<{f}x{m}x{acc}>
-  %p0 = linalg.fill ins(%zero : {acc}) outs(%pe : tensor<{f}x{m}x{acc}>) -> tensor<{f}x{m}x{acc}>
-  %p = linalg.matmul ins(%a, %b : tensor<{f}x{k}x{tw}>, tensor<{k}x{m}x{tx}>)
-         outs(%p0 : tensor<{f}x{m}x{acc}>) -> tensor<{f}x{m}x{acc}>
-  %p4 = tensor.expand_shape %p [[0], [1, 2, 3]] output_shape [{f}, {n}, {oh}, {ow}]
-         : tensor<{f}x{m}x{acc}> into tensor<{f}x{n}x{oh}x{ow}x{acc}>
+  %pe = tensor.empty() : {P}
+  %p0 = linalg.fill ins(%zero : {acc}) outs(%pe : {P}) -> {P}
+  %p = {matmul} ins(%a, %b : {A}, {B})
+         outs(%p0 : {P}) -> {P}
+  %p4 = tensor.expand_shape %p {reassociation([0], [1, 2, 3])} output_shape {g + [f, n, oh, ow]}
+         : {P} into {P4}
   %oe = tensor.empty() : {O}
   %o = linalg.generic {{indexing_maps = [
-      affine_map<(n, f, oh, ow) -> (f, n, oh, ow)>, affine_map<(n, f, oh, ow) -> (n, f, oh, ow)>,
-      affine_map<(n, f, oh, ow) -> (n, f, oh, ow)>],
-      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
-      ins(%p4, %init : tensor<{f}x{n}x{oh}x{ow}x{acc}>, {O}) outs(%oe : {O}) {{
+      affine_map<(n, {lead}f, oh, ow) -> ({lead}f, n, oh, ow)>, affine_map<(n, {lead}f, oh, ow) -> (n, {lead}f, oh, ow)>,
+      affine_map<(n, {lead}f, oh, ow) -> (n, {lead}f, oh, ow)>],
+      iterator_types = [{par}]}}
+      ins(%p4, %init : {P4}, {O}) outs(%oe : {O}) {{
     ^bb0(%in: {acc}, %i: {acc}, %out: {acc}):
       %s = arith.addf %in, %i : {acc}
       linalg.yield %s : {acc}
   }} -> {O}
   return %o : {O}
 }}"""
-    replace_with_template(op, text, [source, w, init])
-    if padding is not None and not list(x.uses):
-        x.owner.erase()  # the padded copy nothing reads any more
 
 
 def _rewrite_grouped(op: ir.Operation) -> None:
@@ -248,38 +282,6 @@ def _rewrite_grouped(op: ir.Operation) -> None:
     tx, tw, acc = (str(t.element_type) for t in (xt, wt, ot))
     X, W, O = str(xt), str(wt), str(ot)  # noqa: N806
     col7 = f"tensor<{g}x{c}x{kh}x{kw}x{n}x{oh}x{ow}x{tx}>"
-    par7 = ", ".join(['"parallel"'] * 7)
-    par5 = ", ".join(['"parallel"'] * 5)
-    text = f"""
-func.func @f(%x: {X}, %w: {W}, %init: {O}) -> {O} {{
-  %e = tensor.empty() : {col7}
-  %col = linalg.generic {{indexing_maps = [
-      affine_map<(g, c, kh, kw, n, oh, ow) -> (n, g, c, oh * {sh} + kh * {dh}, ow * {sw} + kw * {dw})>,
-      affine_map<(g, c, kh, kw, n, oh, ow) -> (g, c, kh, kw, n, oh, ow)>],
-      iterator_types = [{par7}], {IM2COL_ATTR}}}
-      ins(%x : {X}) outs(%e : {col7}) {{
-    ^bb0(%in: {tx}, %out: {tx}):
-      linalg.yield %in : {tx}
-  }} -> {col7}
-  %b = tensor.collapse_shape %col [[0], [1, 2, 3], [4, 5, 6]] : {col7} into tensor<{g}x{k}x{m}x{tx}>
-  %a = tensor.collapse_shape %w [[0], [1], [2, 3, 4]] : {W} into tensor<{g}x{f}x{k}x{tw}>
-  %zero = arith.constant 0.0 : {acc}
-  %pe = tensor.empty() : tensor<{g}x{f}x{m}x{acc}>
-  %p0 = linalg.fill ins(%zero : {acc}) outs(%pe : tensor<{g}x{f}x{m}x{acc}>) -> tensor<{g}x{f}x{m}x{acc}>
-  %p = linalg.batch_matmul ins(%a, %b : tensor<{g}x{f}x{k}x{tw}>, tensor<{g}x{k}x{m}x{tx}>)
-         outs(%p0 : tensor<{g}x{f}x{m}x{acc}>) -> tensor<{g}x{f}x{m}x{acc}>
-  %p5 = tensor.expand_shape %p [[0], [1], [2, 3, 4]] output_shape [{g}, {f}, {n}, {oh}, {ow}]
-         : tensor<{g}x{f}x{m}x{acc}> into tensor<{g}x{f}x{n}x{oh}x{ow}x{acc}>
-  %oe = tensor.empty() : {O}
-  %o = linalg.generic {{indexing_maps = [
-      affine_map<(n, g, f, oh, ow) -> (g, f, n, oh, ow)>, affine_map<(n, g, f, oh, ow) -> (n, g, f, oh, ow)>,
-      affine_map<(n, g, f, oh, ow) -> (n, g, f, oh, ow)>],
-      iterator_types = [{par5}]}}
-      ins(%p5, %init : tensor<{g}x{f}x{n}x{oh}x{ow}x{acc}>, {O}) outs(%oe : {O}) {{
-    ^bb0(%in: {acc}, %i: {acc}, %out: {acc}):
-      %s = arith.addf %in, %i : {acc}
-      linalg.yield %s : {acc}
-  }} -> {O}
-  return %o : {O}
-}}"""
+    im2col = _im2col_copy(X, col7, tx, (sh, sw), (dh, dw), grouped=True)
+    text = _matmul_template(X, W, O, im2col, col7, (tx, tw, acc), (f, k, m, n, oh, ow), groups=g)
     replace_with_template(op, text, [x, w, init])
