@@ -1057,7 +1057,9 @@ def _cpu_driver(device: str, threads: int | None) -> str | None:
     """The IREE driver braze's CPU programs run on with these threads (braze.set_cpu_threads)."""
     if device != "cpu":
         return None
-    return "local-sync" if threads == 1 else "local-task"
+    from braze.runtime import cpu_driver_for
+
+    return cpu_driver_for(threads)
 
 
 def set_threads(n: int | None) -> None:

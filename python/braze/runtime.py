@@ -117,13 +117,18 @@ def _describe_threads(threads: int | None) -> str:
     return "IREE's default threads" if threads is None else f"{threads} thread{'s' if threads > 1 else ''}"
 
 
+def cpu_driver_for(threads: int | None) -> str:
+    """The IREE driver braze runs CPU programs on with this many threads (set_cpu_threads)."""
+    return "local-sync" if threads == 1 else "local-task"
+
+
 def _cpu_driver() -> str:
     """The driver CPU programs run on (and, for local-task, its worker count set), decided once."""
     global _CPU_IN_USE
     with _LOCK:
         if _CPU_IN_USE is None:
             threads = _CPU_THREADS if _CPU_THREADS_SET else _threads_from_env()
-            driver = "local-sync" if threads == 1 else "local-task"
+            driver = cpu_driver_for(threads)
             if threads is not None and threads > 1:
                 rt.flags.parse_flags(f"--task_topology_group_count={threads}")
             _CPU_IN_USE = (threads, driver)
