@@ -79,7 +79,7 @@ def _dtypes(outputs) -> list[str]:
 def _verdict(got, e64, dtypes: list[str] | None, limit: float) -> tuple[bool, str]:
     """(passed, why not): eager's dtypes (float64 kept, not demoted; None: a manifest from
     before dtypes were kept), error within limit."""
-    from braze.randomgraphs import max_error
+    from braze.accuracy import max_error
 
     if dtypes is not None and _dtypes(got) != dtypes:
         return False, f"dtypes {_dtypes(got)}, eager's {dtypes}"
@@ -98,7 +98,7 @@ def _known(result: tuple[bool, str], known) -> tuple[str, str]:
 
 def here(seeds: range, cuda_pipeline: bool) -> int:
     import braze
-    from braze.randomgraphs import max_error
+    from braze.accuracy import max_error
 
     variants = dict(VARIANTS, **(CUDA_ON_CPU if cuda_pipeline else {}))
     counts = {v: {"pass": 0, "FAIL": 0, "known": 0} for v in variants}
@@ -133,7 +133,8 @@ def build(directory: Path, device: str, target: str, seeds: range) -> int:
     import torch
 
     import braze
-    from braze.randomgraphs import TF32_ERROR, max_error
+    from braze.accuracy import max_error
+    from braze.randomgraphs import TF32_ERROR
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = []

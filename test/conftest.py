@@ -1,4 +1,43 @@
+import os
+
 import pytest
+
+SABOTAGE = "BRAZE_TEST_SABOTAGE"
+"""Set to `nan-fused-arith` (test_accuracy.py does, in a pytest of its own) to make
+fusion-lower-to-linalg turn every fused add, mul and sub into NaN: the suites that compare
+braze with eager must then fail."""
+
+
+def _nan_fused_arith(mp: pytest.MonkeyPatch) -> None:
+    from braze._mlir import arith, ir
+    from braze.passes import lower_to_linalg
+
+    real = lower_to_linalg.round_bfloat16_round_trips
+
+    def sabotaged(block):
+        rounded = real(block)
+        for op in list(block.operations):
+            op = op.operation
+            if op.name in ("arith.addf", "arith.mulf", "arith.subf"):
+                with ir.InsertionPoint(op), op.location:
+                    nan = arith.ConstantOp(op.results[0].type, float("nan"))
+                op.results[0].replace_all_uses_with(nan.result)
+        return rounded
+
+    mp.setattr(lower_to_linalg, "round_bfloat16_round_trips", sabotaged)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sabotage():
+    """The deliberate breakage SABOTAGE names, for the whole session (nothing when unset)."""
+    mp = pytest.MonkeyPatch()
+    what = os.environ.get(SABOTAGE)
+    if what == "nan-fused-arith":
+        _nan_fused_arith(mp)
+    elif what:
+        raise pytest.UsageError(f"{SABOTAGE}={what!r}: the one sabotage known is 'nan-fused-arith'")
+    yield
+    mp.undo()
 
 
 @pytest.fixture(autouse=True, scope="session")

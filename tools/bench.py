@@ -35,6 +35,7 @@ import time
 import warnings
 from pathlib import Path
 
+from braze.accuracy import max_error
 from braze.errors import BrazeError, UsageError
 
 from . import timing
@@ -366,10 +367,10 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
                 out = [t.float() for t in _flat(c["_fn"](*args))]
             if len(out) != len(reference):
                 raise RuntimeError(f"{len(out)} outputs, eager has {len(reference)}")
-            abs_err = max(float((o.to(r.device) - r).abs().max()) for o, r in zip(out, reference))
-            scale = max(float(r.abs().max()) for r in reference) or 1.0
-            c["max_abs_err"] = abs_err
-            c["max_rel_err"] = abs_err / scale
+            # braze.accuracy's metric: a NaN or inf eager does not have is an infinite error
+            c["max_rel_err"] = max_error(out, reference, floor=0.0)
+            c["max_abs_err"] = max(float((o.to(r.device) - r).abs().max()) for o, r in zip(out, reference)) \
+                if c["max_rel_err"] < float("inf") else float("inf")
             if c["_torch"]:
                 c["kernels"], c["kernels_method"] = torch_kernels(
                     c["_fn"], args, device, extra=c.get("_generated_kernels"))

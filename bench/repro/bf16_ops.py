@@ -88,9 +88,7 @@ def build(directory: Path) -> int:
 
 def run(directory: Path) -> int:
     import braze
-
-    def err(got, ref):
-        return ((got.double().cpu() - ref).abs().max() / max(1.0, ref.abs().max().item())).item()
+    from braze.accuracy import max_error as err
 
     for name in json.loads((directory / "cases.json").read_text()):
         data = torch.load(directory / f"{name}.pt")

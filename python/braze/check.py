@@ -21,6 +21,7 @@ import copy
 import shlex
 from dataclasses import dataclass, field
 
+from .accuracy import max_error, reference as overflow_aware_reference
 from .errors import ArtifactError, BrazeError, InputError
 
 
@@ -30,7 +31,7 @@ class CheckResult:
     device: str
     pipeline: str
     errors: dict[str, float] = field(default_factory=dict)
-    """Max |result - float64 eager| / max(1, max |float64 eager|), per variant."""
+    """braze.accuracy.max_error against float64 eager (NaN- and inf-aware), per variant."""
     failures: dict[str, str] = field(default_factory=dict)
     """Variants that failed to compile or run, with the error."""
     tolerance: float = 0.0
@@ -84,27 +85,6 @@ def _as_list(value) -> list:
     return [v for v in tree_leaves(value) if hasattr(v, "shape")]
 
 
-def _error(got, expected) -> float:
-    import torch
-
-    got, expected = _as_list(got), _as_list(expected)
-    if len(got) != len(expected):
-        return float("inf")
-    worst = 0.0
-    for g, e in zip(got, expected):
-        g = torch.as_tensor(g)
-        if tuple(g.shape) != tuple(e.shape):
-            return float("inf")
-        if e.numel() == 0:
-            continue
-        g, e = g.detach().cpu().double(), e.detach().cpu().double()
-        if not e.dtype.is_floating_point:
-            worst = max(worst, 0.0 if torch.equal(g, e) else float("inf"))
-            continue
-        worst = max(worst, ((g - e).abs().max() / max(1.0, e.abs().max().item())).item())
-    return worst
-
-
 def check(model, *inputs, device: str = "cpu", target: str | None = None, example_kwargs: dict | None = None,
           passes_of: str | None = None, bisect: bool = True) -> CheckResult:
     """Compare braze with eager on `inputs` (see the module docstring); bisect when braze alone is wrong."""
@@ -123,7 +103,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
     shown = pipeline or device_pipeline(resolve(device, target))
     result = CheckResult(type(model).__name__, device, shown)
     eager, reference = _eager_and_reference(model, inputs, kwargs)
-    result.errors["eager"] = _error(eager, reference)
+    result.errors["eager"] = max_error(eager, reference)
     result.tolerance = max(10 * result.errors["eager"], 1e-5)
     run_on = (lambda t: t.cuda() if isinstance(t, torch.Tensor) else t) if device == "cuda" else (lambda t: t)
     call_inputs, call_kwargs = tree_map(run_on, inputs), tree_map(run_on, kwargs)
@@ -136,7 +116,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
     def measure(name: str, **options):
         try:
             compiled = build(**options)
-            error = _error(compiled(*call_inputs, **call_kwargs), reference)
+            error = max_error(compiled(*call_inputs, **call_kwargs), reference, like=eager)
         except BrazeError as e:
             result.failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
             return None, None
@@ -153,7 +133,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
     def bad(limit: int) -> bool:
         try:
             got = build(pipeline=pipeline, decision_limit=limit)(*call_inputs, **call_kwargs)
-            result.bisect_errors[limit] = _error(got, reference)
+            result.bisect_errors[limit] = max_error(got, reference, like=eager)
         except BrazeError:
             result.bisect_errors[limit] = float("inf")
         return result.bisect_errors[limit] > result.tolerance
@@ -228,7 +208,7 @@ def _eager_and_reference(model, inputs: tuple, kwargs: dict):
             raise InputError(f"{name} raised {type(e).__name__} in float64 (model.double()): "
                              f"{str(e).splitlines()[0] if str(e) else ''}; braze check's reference is the "
                              "model in float64, so the model must run in float64") from None
-    return eager, reference
+    return eager, overflow_aware_reference(eager, reference)
 
 
 def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", target: str | None = None,
@@ -247,8 +227,9 @@ def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", ta
     directory.mkdir(parents=True, exist_ok=True)
     kwargs = kwargs or {}
     eager, reference = _eager_and_reference(model, inputs, kwargs)
-    tolerance = max(10 * _error(eager, reference), 1e-5)
-    torch.save({"inputs": inputs, "kwargs": kwargs, "reference": reference}, directory / "data.pt")
+    eager_error = max_error(eager, reference)
+    tolerance = max(10 * eager_error, 1e-5)
+    torch.save({"inputs": inputs, "kwargs": kwargs, "reference": reference, "eager": eager}, directory / "data.pt")
     full = braze.compile(model, *inputs, example_kwargs=kwargs, device=device, target=target, cache=False)
     decisions = list(full.report.decisions)
     full.save(directory / "braze.braze", overwrite=True)
@@ -259,7 +240,7 @@ def build_bisection(model, inputs: tuple, directory, *, device: str = "cuda", ta
                       decision_limit=limit).save(directory / f"limit-{limit}.braze", overwrite=True)
     (directory / "bisection.json").write_text(json.dumps(
         {"model": type(model).__name__, "device": device, "pipeline": full.report.pipeline,
-         "tolerance": tolerance, "eager_error": _error(eager, reference), "decisions": decisions}, indent=1))
+         "tolerance": tolerance, "eager_error": eager_error, "decisions": decisions}, indent=1))
     return len(decisions)
 
 
@@ -293,7 +274,8 @@ def run_bisection(directory) -> CheckResult:
 
     def error(name: str) -> float:
         try:
-            return _error(braze.load(directory / f"{name}.braze", device=device)(*inputs, **kwargs), data["reference"])
+            got = braze.load(directory / f"{name}.braze", device=device)(*inputs, **kwargs)
+            return max_error(got, data["reference"], like=data.get("eager"))
         except BrazeError as e:
             result.failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
             return float("inf")

@@ -325,25 +325,3 @@ def tolerance(model: RandomGraph, reference_error: float) -> float:
     rounding steps of the graph's 16-bit casts."""
     casts = max((CAST_ULP[s.op] for s in model.steps if s.op in CAST_ULP), default=0.0)
     return 10 * reference_error + 1e-5 + casts
-
-
-def max_error(got, expected) -> float:
-    """max |got - expected| / max(1, max |expected|) over all outputs (inf if shapes differ)."""
-    got = got if isinstance(got, tuple) else (got,)
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    if len(got) != len(expected):
-        return float("inf")
-    worst = 0.0
-    for g, e in zip(got, expected):
-        if g.shape != e.shape or g.dtype.is_floating_point != e.dtype.is_floating_point:
-            return float("inf")
-        if not e.dtype.is_floating_point:
-            if not torch.equal(g.cpu(), e.cpu()):
-                return float("inf")
-            continue
-        if e.numel() == 0:
-            continue
-        g, e = g.double().cpu(), e.double().cpu()
-        scale = max(1.0, e.abs().max().item())
-        worst = max(worst, (g - e).abs().max().item() / scale)
-    return worst

@@ -363,24 +363,6 @@ CASES = [
 BY_NAME = {c.name: c for c in CASES}
 
 
-def max_rel_error(got, expected) -> float:
-    """max |got - expected| / max |expected| over all leaves (exact comparison for ints/bools)."""
-    from torch.utils._pytree import tree_leaves
-
-    worst = 0.0
-    for g, e in zip(tree_leaves(got), tree_leaves(expected), strict=True):
-        g = g.to(e.device)
-        if g.shape != e.shape or g.dtype != e.dtype:
-            return float("inf")
-        if not e.dtype.is_floating_point:
-            worst = max(worst, 0.0 if torch.equal(g, e) else float("inf"))
-            continue
-        diff = (g.double() - e.double()).abs().max().item() if e.numel() else 0.0
-        scale = max(e.double().abs().max().item(), 1e-30) if e.numel() else 1.0
-        worst = max(worst, diff / scale)
-    return worst
-
-
 def fresh_like(tree, seed: int = 1):
     """New random tensors with the shapes and dtypes of `tree`'s (ints within the same range)."""
     from torch.utils._pytree import tree_map

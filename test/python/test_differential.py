@@ -17,7 +17,8 @@ import torch
 
 import braze
 from braze import coverage
-from braze.randomgraphs import max_error, random_graph, tolerance
+from braze.accuracy import max_error
+from braze.randomgraphs import random_graph, tolerance
 from braze.zoo import CPU_DEFAULT, WORKLOADS
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import braze
-from braze.randomgraphs import max_error, random_graph, tolerance
+from braze.accuracy import max_error
+from braze.randomgraphs import random_graph, tolerance
 
 SEEDS = range(1000, 1016)
 CALLS = 12
