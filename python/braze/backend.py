@@ -241,10 +241,9 @@ braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md Â
 
 
 def _common_flags(target: Target, float64: bool, aggressive_fusion: bool | None = None) -> list[str]:
-    """A program that takes or returns float64 keeps float64 (IREE demotes float64 to float32 by
-    default, which changed the dtype and precision of float64 models' results). Others keep
-    IREE's demotion of the float64 torch-mlir's lowerings use inside (a layer norm's statistics):
-    kept as float64, they made IREE's CUDA reduction fail to compile ("failed to distribute").
+    """`float64`: IREE keeps 64-bit floats instead of demoting them to 32 bits, its default
+    (braze.compiler._keeps_float64 decides: the model's float64 and complex128 inputs and results,
+    and on the CPU the float64 a program computes in, but for LayerNorm's and GroupNorm's statistics).
     CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION), and so does the CPU where
     braze's pipeline asks (`aggressive_fusion`, None: the target's default)."""
     flags = ["--iree-input-demote-f64-to-f32=false"] if float64 else []

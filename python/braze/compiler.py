@@ -370,6 +370,64 @@ def _flag_list(flags) -> list[str]:
     return list(flags)
 
 
+def _keeps_float64(imported, tgt: Target, name: str, report: Report) -> tuple[bool, str]:
+    """Whether IREE keeps the program's 64-bit floats (backend._common_flags), and where a kept
+    float64 is only inside the program: which ops, for the warning if IREE cannot compile them.
+
+    IREE demotes f64 and complex<f64> to 32 bits by default. That returned float64 and complex128
+    results as 32-bit ones, and Var of values near 100 as 0.1995 for 0.0834 (torch-mlir takes
+    var/std's statistics in float64; in float32 a sum of 8M values near 100 loses its mean).
+    braze keeps float64 where eager computes in it: the model's float64 and complex128 values,
+    and on the CPU the statistics of var/std/var_mean (eager's CPU kernels accumulate them in
+    float64). Demoted: a LayerNorm's or GroupNorm's statistics, which eager's CPU kernels
+    accumulate in float32 (kept, they cost the LayerNorm a second dispatch: IREE forms the
+    float32 mean and the float64 variance apart), and everything on CUDA and Vulkan, where
+    IREE 3.13 cannot compile a float64 reduction ("failed to distribute"; Vulkan: shared memory
+    over the limit) and eager's kernels accumulate var/std in float32; there the model's own
+    float64 is demoted with a warning."""
+    from braze.passes.report import short_location
+
+    from .frontend import float64_origins
+    from .irutil import float64_ops
+
+    sig = imported.signature
+    visible = [s.dtype for s in sig.program_inputs + sig.outputs if s.dtype in ("float64", "complex128")]
+    if visible:
+        report.extra["float64"] = f"kept: the model takes or returns {visible[0]}"
+        return True, ""
+    with imported.context:
+        # float64 constants alone (Python scalars the program rounds to float32) are the same
+        # demoted; so are empty tensors
+        ops = [op for op in float64_ops(imported.module.operation)
+               if op.name not in ("arith.constant", "tensor.empty")]
+        if not ops:
+            return False, ""
+        located = [(op.name, short_location(str(op.location))) for op in ops]
+    where = "{} at {}".format(*next((o for o in located if o[1] != "unknown"), located[0]))
+    origins = float64_origins(imported.exported)
+
+    def listed(items: list[str]) -> str:
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+    own, statistics = origins["own"], origins["statistics"]
+    if tgt.device != "cpu":
+        report.extra["float64"] = f"demoted to float32 for {tgt.describe()} (first: {where})"
+        if own:
+            warnings.warn(
+                f"braze.compile: {name} computes in float64 inside ({listed(own)}), but IREE cannot compile "
+                f"float64 reductions for {tgt.describe()}: braze lets IREE demote that float64 to float32, and "
+                "results can differ from eager's where float32 loses precision. Compile for the CPU, which "
+                "keeps float64, or compute in float32 to say so.", BrazeWarning, stacklevel=5)
+        return False, ""
+    if not own and not statistics and origins["normalization"]:
+        report.extra["float64"] = ("demoted to float32: only normalization statistics, which eager accumulates "
+                                   f"in float32 too ({listed(origins['normalization'])})")
+        return False, ""
+    inside = listed(own + statistics) or where
+    report.extra["float64"] = f"kept: the program computes in float64 inside ({inside})"
+    return True, inside
+
+
 def _check_precision(precision) -> None:
     from braze.passes import pipelines
 
@@ -581,11 +639,33 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
     flags = _iree_flags(lowered, _flag_list(iree_flags))
-    compiled = backend.compile_for_target(lowered.bytecode(), tgt, flags,
-                                          output_storage=output_storage, transient_storage=transient_storage,
-                                          what=f"{type(model).__name__} for {tgt.describe()}",
-                                          float64=lowered.float64, launch_plan=plan_sizes,
-                                          aggressive_fusion=lowered.aggressive_fusion)
+
+    def iree(float64: bool, **options):
+        return backend.compile_for_target(lowered.bytecode(), tgt, flags, transient_storage=transient_storage,
+                                          what=f"{type(model).__name__} for {tgt.describe()}", float64=float64,
+                                          aggressive_fusion=lowered.aggressive_fusion, **options)
+
+    float64 = lowered.float64
+    try:
+        compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+    except CompileError as kept_error:
+        if not lowered.float64_inside:
+            raise
+        # float64 the model computes only inside, which IREE's CPU code generator cannot always
+        # compile (float64 erf, sin): IREE's demotion, said aloud
+        float64 = False
+        try:
+            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+        except CompileError:
+            raise kept_error from None
+        first = str(kept_error).splitlines()[0].removeprefix(
+            f"IREE failed to compile {type(model).__name__} for {tgt.describe()}: ")
+        report.extra["float64"] = f"demoted to float32: IREE could not compile it kept ({first})"
+        warnings.warn(
+            f"braze.compile: IREE cannot compile {type(model).__name__}'s float64 work for {tgt.describe()} "
+            f"({lowered.float64_inside}; {first}): braze let IREE demote that float64 to float32, and results "
+            "can differ from eager's where float32 loses precision. Compute those ops in float32 to say so.",
+            BrazeWarning, stacklevel=3)
     plan = None
     if plan_sizes is not None:
         if isinstance(compiled.at_hal, str):
@@ -600,10 +680,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         # iree.runtime cannot size a dynamic result's storage before the call without the plan's
         # arithmetic: compile again with the results in IREE's own buffers.
         output_storage = False
-        compiled = backend.compile_for_target(lowered.bytecode(), tgt, flags,
-                                              output_storage=False, transient_storage=transient_storage,
-                                              what=f"{type(model).__name__} for {tgt.describe()}",
-                                              float64=lowered.float64, aggressive_fusion=lowered.aggressive_fusion)
+        compiled = iree(float64, output_storage=False)
     if runtime == "launch" and plan is None:
         raise CompileError(f"runtime='launch': {type(model).__name__} has no CUDA launch plan "
                            f"({report.launch_plan or 'not compiled for CUDA'}); compile with runtime='iree'")
@@ -668,13 +745,16 @@ class Lowered:
     copy_outputs: frozenset = frozenset()
     """Program outputs that may alias an input or a constant: the runtime returns copies."""
     float64: bool = False
-    """Whether the program takes or returns float64 tensors (IREE must not demote float64)."""
+    """Whether IREE keeps the program's 64-bit floats instead of demoting them (_keeps_float64)."""
     iree_flags: tuple[str, ...] = ()
     """iree-compile flags braze's pipeline chose (fusion-cpu-codegen's data tiling), before the user's."""
     aggressive_fusion: bool | None = None
     """IREE's aggressive dispatch fusion (backend.AGGRESSIVE_FUSION): None for the target's
     default; True on the CPU where fusion-form-groups ran, which keeps the bf16 round trips that
     IREE's CPU code generator would fold once fused (bench/NOTES.md §37)."""
+    float64_inside: str = ""
+    """Where float64 is kept only inside the program (its ops): if IREE cannot compile them
+    (float64 erf or sin on the CPU), braze compiles again with IREE's demotion, and warns."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -771,11 +851,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             f"check that fails on every call ('{message}'), for a case its lowering does not support "
             "(e.g. adaptive pooling whose input size the output size does not divide). Change that op's "
             "sizes or replace it; the raw torch-mlir + IREE toolchain fails the same way, at run time.")
-    # float64 stays float64 where the model takes or returns it; internal float64 (torch-mlir's
-    # layer norm computes its statistics so) is demoted as IREE does by default: kept, it made
-    # IREE's CUDA reduction fail to compile ("failed to distribute").
-    sig = imported.signature
-    float64 = any(s.dtype == "float64" for s in sig.program_inputs + sig.outputs)
+    float64, float64_inside = _keeps_float64(imported, tgt, type(model).__name__, report)
     aggressive = None
     if tgt.device == "cpu":
         from braze.passes.form_groups import FormGroupsPass
@@ -783,4 +859,4 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
 
         aggressive = any(isinstance(step.braze_pass, FormGroupsPass) for step in parse_pipeline(pipeline_text))
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
-                   iree_flags, aggressive)
+                   iree_flags, aggressive, float64_inside)

@@ -496,3 +496,27 @@ def _last_frame(trace: str | None) -> str | None:
         return None
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
+
+
+NORMALIZATIONS = ("aten.native_layer_norm", "aten.native_group_norm")
+"""Ops whose statistics eager's CPU kernels accumulate in float32 for float32 inputs (var, std,
+var_mean and batch norm's statistics accumulate in float64 there)."""
+
+
+def float64_origins(exported) -> dict[str, list[str]]:
+    """Where a program's 64-bit floats come from, each as 'op (file:line)', read off the exported
+    program's FX nodes: 'own', the model's own float64 or complex128 values (x.double(), a
+    float64 buffer); 'statistics', var/std/var_mean/std_mean ops, which torch-mlir computes in
+    float64 (its variance decomposition upcasts a 32-bit input); 'normalization', those of them
+    that a LayerNorm or GroupNorm decomposed into."""
+    found: dict[str, list[str]] = {"own": [], "statistics": [], "normalization": []}
+    for node in exported.graph.nodes:
+        where = _last_frame(node.meta.get("stack_trace")) or "no source line"
+        what = node.name if node.op == "placeholder" else getattr(node.target, "__name__", str(node.target))
+        if getattr(node.meta.get("val"), "dtype", None) in (torch.float64, torch.complex128):
+            found["own"].append(f"{what} ({where})")
+        elif node.op == "call_function" and re.match(r"aten\.(var|std)(_mean)?\.", str(node.target)):
+            origin = str(node.meta.get("original_aten", ""))
+            kind = "normalization" if origin.startswith(NORMALIZATIONS) else "statistics"
+            found[kind].append(f"{origin.split('.')[1] if kind == 'normalization' else what} ({where})")
+    return found

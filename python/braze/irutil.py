@@ -83,3 +83,22 @@ def captured_values(op) -> list:
                 seen.add(v)
                 out.append(v)
     return out
+
+
+def float64_ops(op) -> list:
+    """The operations in `op` (pre-order) with a 64-bit float result or block argument: f64 or
+    complex<f64>, alone or as the element of a tensor or memref. IREE demotes these to 32 bits
+    unless told not to (backend._common_flags)."""
+    ir = _bindings(op)
+    f64 = ir.F64Type.get(op.operation.context)
+
+    def wide(t) -> bool:
+        if isinstance(t, ir.ShapedType):
+            t = ir.ShapedType(t).element_type
+        if isinstance(t, ir.ComplexType):
+            t = ir.ComplexType(t).element_type
+        return t == f64
+
+    return [o for o in all_ops(op)
+            if any(wide(r.type) for r in o.results)
+            or any(wide(a.type) for region in o.regions for block in region.blocks for a in block.arguments)]
