@@ -220,8 +220,8 @@ def _bases(plan):
 
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_the_launcher_issues_ireees_commands(compiled, name, monkeypatch):
-    """cuda/launch.py's driver calls for one call of main (a fake libcuda records them) are
-    IREE's program's commands with each buffer at a device address: every kernel gets its
+    """cuda/launch.py's driver calls at load and for one call of main (a fake libcuda records
+    them) are IREE's program's commands with each buffer at a device address: every kernel gets its
     bindings as base + offset, then its push constants; fills and copies their addresses and
     byte counts. Checked against the replay of IREE's bytecode, not against the plan."""
     from braze.cuda.launch import Launcher
@@ -252,14 +252,14 @@ def test_the_launcher_issues_ireees_commands(compiled, name, monkeypatch):
     table = [0] * (launcher._first_constant + len(plan.constants))
     for ref, base in bases.items():
         table[launcher._slot(ref)] = base
-    steps = [launcher._prepare(s) for s in plan.steps] + launcher._result_copy_steps()
-    launcher._run(steps, table, stream=0)
+    launcher._run([launcher._prepare(s) for s in plan.init_steps], table, stream=0)  # at load, as __init__ does
+    launcher._run([launcher._prepare(s) for s in plan.steps] + launcher._result_copy_steps(), table, stream=0)
 
     def address(root, offset):
         return bases[refs[id(root)]] + offset
 
     want = []
-    for c in rec.main:
+    for c in rec.init + rec.main:
         if c.op == "dispatch":
             want.append(("dispatch", c.kernel, tuple(c.grid),
                          [address(root, off) for root, off, _ in c.ranges] + [x & 0xFFFFFFFF for x in c.constants]))
