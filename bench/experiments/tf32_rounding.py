@@ -9,7 +9,7 @@ operand, which compounds layer after layer. Rounding each operand to nearest fir
     python bench/experiments/tf32_rounding.py
 
 prints, for a float32 GEMM (M=N=2048, K from 256 to 8192) and a 3x3 convolution with ReLU'd
-(positive) inputs: the error against float64 of Triton's TF32 dot as it is (truncating), with the
+(positive) inputs: which input-channel counts cuDNN runs in TF32 when TF32 is allowed; the error against float64 of Triton's TF32 dot as it is (truncating), with the
 operands rounded to nearest first, torch's TF32 (cuBLAS, cuDNN) and float32; the mean signed error
 (the bias) of each; and the time of both Triton variants (triton.testing.do_bench).
 """
@@ -72,6 +72,18 @@ def main():
         t0 = triton.testing.do_bench(lambda: triton_gemm(a, b, False))
         t1 = triton.testing.do_bench(lambda: triton_gemm(a, b, True))
         print(f"  time: as is {t0 * 1e3:.1f} us, rounded {t1 * 1e3:.1f} us ({t1 / t0:.2f}x)")
+    print("cuDNN with TF32 allowed, 3x3 convolutions 16x Cin x 28x28 -> 64: TF32 or float32? (error against float64)")
+    for cin in (2, 3, 4, 8, 12, 16, 24, 32, 48, 64):
+        x = torch.rand(16, cin, 28, 28, device="cuda")
+        w = torch.randn(64, cin, 3, 3, device="cuda") / (3 * cin ** 0.5)
+        want = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+        errs = []
+        for tf32 in (True, False):
+            torch.backends.cudnn.allow_tf32 = tf32
+            got = torch.nn.functional.conv2d(x, w, padding=1)
+            errs.append((got.double() - want).abs().max().item() / want.abs().max().item())
+        print(f"  Cin {cin:3d}: TF32 allowed {errs[0]:.2e}, float32 {errs[1]:.2e} -> {'TF32' if errs[0] > 4 * errs[1] else 'float32'}")
+    torch.backends.cudnn.allow_tf32 = True
     x = torch.rand(16, 256, 28, 28, device="cuda")
     w = torch.randn(256, 256, 3, 3, device="cuda") / 48
     want = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
