@@ -2,8 +2,8 @@
 
 - The template's arithmetic, under Triton's interpreter on the CPU, against torch in float64:
   a spec the pass made from a real Linear + GELU, and hand-written specs for the layouts, the
-  epilogue's operand kinds, batches and ragged edges (float16: Triton 3.6's interpreter reads
-  bfloat16 tensors wrongly; the bf16 kernels are checked on the GPU).
+  epilogue's operand kinds, batches and ragged edges (float16 here; bfloat16, and bounds
+  derived from each 16-bit type's unit roundoff, in test_kernel_precision).
 - braze.compile for sm_90 on this machine: the kernel is Hopper code (`.target sm_90a`,
   `wgmma.mma_async`) inside the artifact, one dispatch per Linear, in the launch plan.
 - The kernel cache: a second build is a hit; a damaged entry is rebuilt, never used.

@@ -1,6 +1,7 @@
 """The CUDA launch plan read off IREE's HAL program (cross-compiled here; it runs on a GPU host,
 bench/launch_check.py): every zoo model gets one, with IREE's own dispatch count, kernels whose
-names, block sizes and PTX come from IREE's executable, and a plan that survives save/load."""
+names, block sizes and PTX come from IREE's executable (generated kernels' PTX doing the
+arithmetic its spec asks: braze.kernels.precision), and a plan that survives save/load."""
 
 import json
 import re
@@ -11,6 +12,7 @@ import torch
 import braze
 from braze import artifact
 from braze.cuda.plan import LaunchPlan
+from braze.kernels.precision import artifact_kernels, summary
 from braze.zoo import CASES
 
 
@@ -46,6 +48,8 @@ def test_every_zoo_model_has_a_plan_with_ireees_dispatches(compiled, name):
                                .ptx[kernel.module], re.S).group(1)
             assert params.count(".param") == kernel.bindings + kernel.constants
     assert "kernels" in module.report.launch_plan
+    for k in artifact_kernels(module.vmfb):  # each generated kernel's PTX does the arithmetic its spec asks
+        assert k.found == k.expected, f"{k.spec.describe()}: {summary(k.ptx)}"
 
 
 def test_the_plan_survives_save_and_load(compiled, tmp_path):

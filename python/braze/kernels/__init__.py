@@ -3,7 +3,8 @@
 `spec` (what a kernel computes: plain data, shared with the pass that finds it), `gemm` (the
 Triton template and its cost model), `build` (Triton compile on a machine without a GPU, and the
 on-disk kernel cache), `embed` (the back end's module hook: an outlined function becomes one
-dispatch of its kernel). Compile-side only: braze.load never imports this package.
+dispatch of its kernel), `precision` (what arithmetic a kernel's PTX does: 3xTF32, TF32, bf16,
+f16, f32 FMAs, checked against its spec at build time and in a compiled artifact). Compile-side only: braze.load never imports this package.
 """
 
 

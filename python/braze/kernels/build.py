@@ -8,6 +8,9 @@
 Only `triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32))` is used: no GPU, no
 driver, no JIT launch, no autotuner. A cache entry is whole or absent (each file is written
 atomically, meta.json last, with the PTX's hash): an entry that does not check out is rebuilt.
+Every kernel's PTX, compiled or from the cache, does the arithmetic its spec asks
+(braze.kernels.precision: a 3xTF32 float32 kernel is never silently one TF32 product), or the
+build fails as the braze bug it is (InternalError).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from braze.errors import CompileError, KernelResourceError
 from braze.fileutil import cache_home, write_atomically
 
 from . import attention, gemm, triton_version
+from .precision import check_precision
 from .spec import AttentionSpec, GemmSpec
 
 Spec = GemmSpec | AttentionSpec
@@ -105,6 +109,7 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
     entry = _entry(spec, arch)
     found = _load(entry)
     if found is not None:
+        check_precision(spec, found.ptx, str(entry / "kernel.py"))
         return found
     entry.mkdir(parents=True, exist_ok=True)
     tpl = template(spec)
@@ -119,6 +124,7 @@ def build(spec: Spec, arch: str = "sm_90") -> Built:
     if shared > SHARED_MAX[arch]:
         raise KernelResourceError(f"braze's kernel for {spec.describe()} needs {shared} bytes of shared memory, more than "
                            f"the {SHARED_MAX[arch]} {arch} gives a kernel: a smaller tile or fewer stages fit")
+    check_precision(spec, ptx, str(path))
     write_atomically(entry / "kernel.ptx", ptx.encode(), overwrite=True)
     meta = {"name": name, "shared": shared, "warps": warps, "grid": list(tpl.grid(spec)), "scratch": scratch,
             "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "spec": spec.to_json()}

@@ -6,7 +6,7 @@ external executable; the function's body, which computed the same thing in linal
 
     hal.executable.source private @<name>_exe <{objects = #hal.executable.objects<{
         #hal.executable.target<"cuda", "cuda-nvptx-fb"> = [#hal.executable.object<{path = ...,
-        data = dense<"0x<PTX>"> : vector<Nxi8>}>]}>}> {
+        data = dense<"0x<spec line, PTX>"> : vector<Nxi8>}>]}>}> {
       hal.executable.export public @<name> ordinal(0) layout(#hal.pipeline.layout<constants = 2,
           bindings = [A, B, inputs... (ReadOnly), C]>) count(%device: !hal.device) -> (index, index, index) {
         hal.return <grid> } <{workgroup_size = [32 * warps, 1, 1], workgroup_local_memory = <shared>}>
@@ -37,6 +37,7 @@ from braze.irutil import all_ops
 
 from . import build as kbuild
 from . import gemm
+from .precision import SPEC_LINE
 from .spec import ATTR, AttentionSpec, GemmSpec, read_spec
 
 
@@ -45,7 +46,9 @@ def kernel_functions(module) -> list:
 
 
 def _executable_text(spec: kbuild.Spec, built: kbuild.Built, exe: str) -> str:
-    data = built.ptx.encode() + b"\0"
+    # the spec on the PTX's first line, a comment: the artifact's kernels can be checked against
+    # what they promise (braze.kernels.precision.artifact_kernels)
+    data = (f"{SPEC_LINE}{spec.to_json()}\n{built.ptx}").encode() + b"\0"
     n_in = spec.operands()
     writes = (3 if _split_buffers(spec) else 1) + bool(built.scratch)  # (counters,) result (, workspace) (, scratch)
     bindings = ", ".join(["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * n_in

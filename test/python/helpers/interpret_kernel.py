@@ -1,5 +1,6 @@
 """Run a generated kernel (GEMM or attention) under Triton's interpreter (a child process of the
-tests: TRITON_INTERPRET must be set before triton is first imported).
+tests: TRITON_INTERPRET must be set before triton is first imported). bfloat16 is the GPU's:
+the interpreter's own bf16 dot and conversions are replaced (see _dot, _bf16_exact).
 
     python interpret_kernel.py SPEC_JSON IN.pt OUT.pt   (IN.pt: the kernel's operands, a list)
 """
@@ -13,6 +14,7 @@ import builtins  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import triton.language as tl  # noqa: E402
 from triton.runtime import interpreter  # noqa: E402
 
 from braze.kernels import build  # noqa: E402
@@ -26,6 +28,41 @@ def _range(*bounds):
 
 
 interpreter.range = _range
+
+_convert_float = interpreter._convert_float
+
+
+def _bf16_exact(data, src, dst, rounding_mode):
+    """float32 <-> bfloat16 as the GPU converts: bf16 is float32's top 16 bits, rounded to
+    nearest even unless round-toward-zero is asked (NaN kept a NaN). Triton 3.6's interpreter
+    truncates where the GPU rounds (1.9999 -> 1.9921875, not 2.0)."""
+    if (src, dst) == (tl.float32, tl.bfloat16):
+        values = np.array(data, dtype=np.float32)
+        bits = values.view(np.uint32).astype(np.uint64)
+        if rounding_mode == interpreter._ir.ROUNDING_MODE.RTZ:
+            rounded = (bits >> 16).astype(np.uint16)
+        else:
+            rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+    if (src, dst) == (tl.bfloat16, tl.float32):
+        return (np.array(data, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return _convert_float(data, src, dst, rounding_mode)
+
+
+def _dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+    """Triton 3.6's interpreter multiplies bfloat16 operands as the integers that hold them; the
+    GPU's MMA multiplies their values exactly and adds in float32, as np.matmul on them in float32 does."""
+    if a.dtype.scalar == tl.bfloat16:
+        a = interpreter.TensorHandle(_bf16_exact(a.data, tl.bfloat16, tl.float32, None), tl.float32)
+    if b.dtype.scalar == tl.bfloat16:
+        b = interpreter.TensorHandle(_bf16_exact(b.data, tl.bfloat16, tl.float32, None), tl.float32)
+    return _create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+
+interpreter._convert_float = _bf16_exact
+_create_dot = interpreter.InterpreterBuilder.create_dot
+interpreter.InterpreterBuilder.create_dot = _dot
+
 from braze.kernels.spec import AttentionSpec, read_spec  # noqa: E402
 
 spec = read_spec(open(sys.argv[1]).read())
@@ -42,7 +79,7 @@ if isinstance(spec, AttentionSpec):
 else:
     m = args[0].shape[0] if spec.dynamic_m else spec.m  # M per call: the rows of A
     shape = (spec.batch, m, spec.n) if spec.batch else (m, spec.n * spec.groups)
-out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16}[spec.out])
+out = torch.empty(shape, dtype={"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[spec.out])
 split = None if isinstance(spec, AttentionSpec) else tpl.split_buffers(spec)
 if split:  # the counters zeroed, the workspace not (IREE's fill and transient, as in embed)
     counters, workspace = split
