@@ -117,30 +117,44 @@ func.func @float32(%a: tensor<16x32xf32>, %b: tensor<32x16xf32>) -> tensor<16x16
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 
-// A padded float32 convolution and its ReLU become one implicit-GEMM kernel in TF32 (as cuDNN by
-// default) reading the unpadded input (padding 1 in the spec); with conv-fp32=im2col it is left alone.
+// A padded float32 convolution of 32 input channels and its ReLU become one implicit-GEMM kernel in
+// TF32 (as cuDNN by default) reading the unpadded input (padding 1 in the spec); with conv-fp32=im2col it is left alone.
 // RUN: braze-opt %s --split-input-file -p 'fusion-generate-kernels{target=sm_90 mode=on conv-fp32=im2col}' | FileCheck %s --check-prefix=IM2COL
 // CHECK-LABEL: func.func @conv_relu
-//       CHECK:   call @braze_kernel0(%arg0, %arg1) : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
-//       CHECK: func.func private @braze_kernel0{{.+}}\22conv\22:[1,2,6,6,3,3,2,2,1,1,1,1,3,3]{{.+}}\22precision\22:\22tf32\22
+//       CHECK:   call @braze_kernel0(%arg0, %arg1) : (tensor<1x32x6x6xf32>, tensor<4x32x3x3xf32>) -> tensor<1x4x3x3xf32>
+//       CHECK: func.func private @braze_kernel0{{.+}}\22conv\22:[1,32,6,6,3,3,2,2,1,1,1,1,3,3]{{.+}}\22precision\22:\22tf32\22
 //       CHECK:   tensor.pad
 //       CHECK:   linalg.conv_2d_nchw_fchw
 // IM2COL-LABEL: func.func @conv_relu
 //       IM2COL:   linalg.conv_2d_nchw_fchw
 //   IM2COL-NOT:   call
-func.func @conv_relu(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+func.func @conv_relu(%x: tensor<1x32x6x6xf32>, %w: tensor<4x32x3x3xf32>) -> tensor<1x4x3x3xf32> {
   %zero = arith.constant 0.0 : f32
   %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
   ^bb0(%i: index, %j: index, %k: index, %l: index):
     tensor.yield %zero : f32
-  } : tensor<1x2x6x6xf32> to tensor<1x2x8x8xf32>
+  } : tensor<1x32x6x6xf32> to tensor<1x32x8x8xf32>
   %e = tensor.empty() : tensor<1x4x3x3xf32>
   %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
-  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%padded, %w : tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32>) outs(%init : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%padded, %w : tensor<1x32x8x8xf32>, tensor<4x32x3x3xf32>) outs(%init : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
   %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<1x4x3x3xf32>) outs(%e : tensor<1x4x3x3xf32>) {
   ^bb0(%in: f32, %out: f32):
     %m = arith.maximumf %in, %zero : f32
     linalg.yield %m : f32
   } -> tensor<1x4x3x3xf32>
   return %r : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+// A float32 convolution of fewer than 32 input channels a group runs float32-accurate (tf32x3) even
+// where TF32 is allowed, as cuDNN runs it in float32.
+// CHECK-LABEL: func.func @conv_few_channels
+//       CHECK: func.func private @braze_kernel0{{.+}}\22conv\22:[1,2,6,6,3,3,1,1,1,1,0,0,4,4]{{.+}}\22precision\22:\22tf32x3\22
+func.func @conv_few_channels(%x: tensor<1x2x6x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4x4x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) outs(%init : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %c : tensor<1x4x4x4xf32>
 }

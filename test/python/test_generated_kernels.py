@@ -12,6 +12,7 @@
 
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 import zipfile
@@ -170,6 +171,79 @@ def test_template_float32_persistent(variant, tmp_path):
     got = _run_interpreted(spec, (a, b, bias), tmp_path)
     want = a.double() @ b.double().T + bias.double()
     assert (got.double() - want).abs().max().item() < 2e-3 * want.abs().max().item()  # TF32's rounding at most
+
+
+def _rna_tf32(x: torch.Tensor) -> torch.Tensor:
+    """float32 rounded to TF32 by nearest, ties away from zero (cvt.rna.tf32.f32), by hand."""
+    bits = x.float().contiguous().view(torch.int32).long()
+    sign, mag = bits & ~0x7FFFFFFF, bits & 0x7FFFFFFF
+    mag = ((mag + 0x1000) >> 13) << 13
+    return (sign | mag).int().view(torch.float32)
+
+
+def test_tf32_rounding_by_hand_is_cvt_rna():
+    x = torch.tensor([1.0, 1.0 + 2 ** -11, 1.0 + 2 ** -11 - 2 ** -20, -(1.0 + 2 ** -11), -0.0, float("inf")])
+    assert _rna_tf32(x).tolist() == [1.0, 1.0 + 2 ** -10, 1.0, -(1.0 + 2 ** -10), -0.0, float("inf")]
+
+
+@pytest.mark.parametrize("variant", [(), (3,), (1, 1), (1, 0, 5), (1, 0, 4, 1)],
+                         ids=["whole-k", "split-k", "tma", "stream-k", "persistent"])
+def test_tf32_kernels_round_their_operands_to_nearest(variant, tmp_path):
+    """One TF32 product (precision 'tf32'): wgmma truncates float32 operands to TF32, cuBLAS and
+    cuDNN round them to nearest (bench/NOTES.md §42), so the template rounds each operand first.
+    Triton's interpreter multiplies in float32 whatever the precision, which makes the rounding
+    visible: the result is the float64 product of the rounded operands to float32's accuracy,
+    and differs from the product of the operands themselves by TF32's."""
+    torch.manual_seed(12)
+    m, n, k = 40, 70, 64
+    a, b = torch.rand(m, k) + 0.5, torch.randn(n, k)
+    spec = GemmSpec(m=m, n=n, k=k, a="f32", b="f32", b_layout="nk", out="f32", precision="tf32",
+                    tile=(32, 32, 16, 4, 2) + variant)
+    got = _run_interpreted(spec, (a, b), tmp_path).double()
+    rounded = _rna_tf32(a).double() @ _rna_tf32(b).double().T
+    exact = a.double() @ b.double().T
+    scale = exact.abs().max().item()
+    assert (got - rounded).abs().max().item() < 1e-6 * scale
+    assert (got - exact).abs().max().item() > 1e-5 * scale  # the operands were rounded at all
+
+
+def test_tf32_conv_and_attention_round_their_operands_to_nearest(tmp_path):
+    from braze.kernels.spec import AttentionSpec
+
+    torch.manual_seed(13)
+    n, c, h, w, f = 2, 8, 7, 6, 16
+    x, weight = torch.rand(n, c, h, w) + 0.5, torch.randn(f, c, 3, 3)
+    spec = GemmSpec(m=n * h * w, n=f, k=c * 9, a="f32", b="f32", b_layout="nk", out="f32", precision="tf32",
+                    conv=(n, c, h, w, 3, 3, 1, 1, 1, 1, 1, 1, h, w), tile=(32, 16, 16, 4, 2))
+    (tmp_path / "conv").mkdir()
+    got = _run_interpreted(spec, (x, weight.reshape(f, -1).contiguous()), tmp_path / "conv").double()
+    got = got.reshape(n, f, h, w)
+    rounded = torch.nn.functional.conv2d(_rna_tf32(x).double(), _rna_tf32(weight).double(), padding=1)
+    assert (got - rounded).abs().max().item() < 1e-6 * rounded.abs().max().item()
+
+    q, k, v = (torch.rand(2, 24, 16) + 0.5 for _ in range(3))
+    spec = AttentionSpec(batch=2, l=24, s=24, e=16, ev=16, dtype="f32", out="f32", scale=0.25, precision="tf32",
+                         tile=(16, 16, 4, 2))
+    spec.check()
+    (tmp_path / "att").mkdir()
+    got = _run_interpreted(spec, [q, k, v], tmp_path / "att").double()
+    # the kernel's online softmax in float64, rounding where the kernel does: q, k, v, and each
+    # key block's unnormalized probabilities before they meet v
+    qr, kr, vr = (_rna_tf32(t).double() for t in (q, k, v))
+    scores = qr @ kr.transpose(-1, -2) * 0.25
+    m_i = torch.full((2, 24, 1), -math.inf, dtype=torch.float64)
+    l_i, acc = torch.zeros(2, 24, 1, dtype=torch.float64), torch.zeros(2, 24, 16, dtype=torch.float64)
+    for start in range(0, 24, 16):
+        block = scores[:, :, start:start + 16]
+        m_new = torch.maximum(m_i, block.amax(-1, keepdim=True))
+        p, alpha = torch.exp(block - m_new), torch.exp(m_i - m_new)
+        l_i = l_i * alpha + p.sum(-1, keepdim=True)
+        acc = acc * alpha + _rna_tf32(p.float()).double() @ vr[:, start:start + 16]
+        m_i = m_new
+    rounded = acc / l_i
+    exact = _sdpa64(q, k, v, 0.25, None, causal=False)
+    near, far = (got - rounded).abs().max().item(), (got - exact).abs().max().item()
+    assert near < 0.25 * far and far > 1e-5, (near, far)  # 2.5e-5 and 1.8e-4 when written
 
 
 @pytest.mark.parametrize("m", [1, 33, 130])

@@ -35,6 +35,36 @@ TL_TYPES = {"f32": "tl.float32", "bf16": "tl.bfloat16", "f16": "tl.float16"}
 TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 GROUP_M = 8
 
+TF32_ROUNDING = '''
+
+@triton.jit
+def _tf32(x):
+    """float32 to TF32, rounded to nearest (ties away from zero), as cvt.rna.tf32.f32 and cuBLAS
+    do. tl.dot(input_precision="tf32") hands the float32 bits to wgmma, which drops the low 13
+    bits: truncation, a bias of half a TF32 ulp per operand that compounds layer after layer
+    (a ResNet-50-class network 4.7x cuDNN's error, bench/NOTES.md §42)."""
+    bits = x.to(tl.int32, bitcast=True)
+    rounded = ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
+    return tl.where(x == x, rounded, x)
+'''
+"""The source of `_tf32`, in every kernel whose float32 operands go to tensor cores as one TF32
+product (spec precision 'tf32'): integer operations, so that Triton's interpreter runs it too."""
+
+
+def dot(a: str, b: str, acc: str, precision: str) -> str:
+    """The text of `acc += a @ b` in a kernel of that precision ('tf32x3': three TF32 products,
+    float32-accurate; 'tf32': one, its operands rounded to nearest first; '': 16-bit operands)."""
+    if precision == "tf32":
+        return f'tl.dot(_tf32({a}), _tf32({b}), {acc}, input_precision="tf32")'
+    if precision:
+        return f'tl.dot({a}, {b}, {acc}, input_precision="{precision}")'
+    return f"tl.dot({a}, {b}, {acc})"
+
+
+def rounding_source(precision: str) -> str:
+    """What a kernel of that precision needs beside its own functions."""
+    return TF32_ROUNDING if precision == "tf32" else ""
+
 _BINARY = {"addf": "({0} + {1})", "subf": "({0} - {1})", "mulf": "({0} * {1})", "divf": "({0} / {1})",
            "maximumf": "tl.maximum({0}, {1})", "minimumf": "tl.minimum({0}, {1})",
            "maxnumf": "tl.maximum({0}, {1})", "minnumf": "tl.minimum({0}, {1})",
@@ -217,7 +247,6 @@ def source(spec: GemmSpec) -> str:
     widths = chunks(spec.tile[1])
     # one dot: rn, b_ptrs, acc; several: rn0, rn1, ... (each chunk's columns start at its offset)
     parts = [("" if len(widths) == 1 else str(j), sum(widths[:j]), w) for j, w in enumerate(widths)]
-    precision = f', input_precision="{spec.precision}"' if spec.precision else ""
     if tma(spec):
         a_setup, a_load, b_desc, b_load = _tma_parts(spec)
         c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
@@ -234,7 +263,7 @@ def source(spec: GemmSpec) -> str:
         columns.append(f"    rn{c} = pid_n * BN + {f'{off} + ' if off else ''}tl.arange(0, {width})")
         if tma(spec):
             b_setup.append(f"    b_desc = {b_desc}")
-            dots.append(f"{b_load}\n        acc = tl.dot(a, b, acc{precision})")
+            dots.append(f"{b_load}\n        acc = {dot('a', 'b', 'acc', spec.precision)}")
         else:
             if spec.b_layout == "nk":
                 at, step = f"rn{c}[None, :] * {k} + (k0 + rk)[:, None]", "BK"
@@ -243,7 +272,7 @@ def source(spec: GemmSpec) -> str:
             b_setup.append(f"    b_ptrs{c} = b_ptr + batch_id * {n * k} + {at}")
             dots.append(f"        b{c} = tl.load(b_ptrs{c}, mask=(rn{c}[None, :] < {n}) & (rk[:, None] < k_left), other=0.0)\n"
                         f"        b_ptrs{c} += {step}\n"
-                        f"        acc{c} = tl.dot(a, b{c}, acc{c}{precision})")
+                        f"        acc{c} = {dot('a', f'b{c}', f'acc{c}', spec.precision)}")
         b_setup.append(f"    acc{c} = tl.zeros((BM, {width}), dtype=tl.float32)")
     m_arg = "M, " if spec.dynamic_m else ""
     finish = [f"_epilogue(acc{c}, rm, rn{c}, batch_id, {e_params}c_ptr, {m_arg}BM, {w})" for c, _, w in parts]
@@ -295,7 +324,7 @@ def source(spec: GemmSpec) -> str:
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
-
+{rounding_source(spec.precision)}
 
 @triton.jit
 def _epilogue(acc, rm, rn, batch_id, {e_params}c_ptr, {m_arg}BM: tl.constexpr, BN: tl.constexpr):
@@ -346,7 +375,7 @@ def _header(spec: GemmSpec, params: str) -> str:
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
-
+{rounding_source(spec.precision)}
 
 @triton.jit
 def {kernel_name(spec)}(a_ptr, b_ptr, {e_params}{params},
@@ -411,7 +440,6 @@ def _persistent_source(spec: GemmSpec) -> str:
     each whole (its K loop, the epilogue, the store), the tile loop and the K loop flattened
     into one pipelined loop by Triton (`tl.range(..., flatten=True)`)."""
     m, n = spec.m, spec.n
-    precision = f', input_precision="{spec.precision}"' if spec.precision else ""
     return _header(spec, "c_ptr") + f'''\
     batch_id = 0
     tiles_m = ({m} + BM - 1) // BM
@@ -422,7 +450,7 @@ def _persistent_source(spec: GemmSpec) -> str:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for kk in range(0, STEPS):
 {_step_loads(spec, 12)}
-            acc = tl.dot(a, b, acc{precision})
+            acc = {dot("a", "b", "acc", spec.precision)}
 {_finish(spec, 8)}
 '''
 
@@ -474,7 +502,6 @@ def _stream_k_source(spec: GemmSpec) -> str:
     total = -(-m // bm) * -(-n // bn) * ks
     per, extra = divmod(total, programs)
     sharers = -(-ks // max(per, 1)) + 1  # the most programs one tile's K steps can be spread over
-    precision = f', input_precision="{spec.precision}"' if spec.precision else ""
     owner = (f"tl.where(ITER < {extra * (per + 1)}, ITER // {per + 1}, "
              f"{extra} + (ITER - {extra * (per + 1)}) // {max(per, 1)})")
     return _header(spec, "cnt_ptr, c_ptr, ws_ptr") + f'''\
@@ -488,7 +515,7 @@ def _stream_k_source(spec: GemmSpec) -> str:
     ws_tile = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
 {_descriptors(spec)}    acc = tl.zeros((BM, BN), dtype=tl.float32)
 {_stream_k_loop(spec, ks)}
-        acc = tl.dot(a, b, acc{precision})
+        acc = {dot("a", "b", "acc", spec.precision)}
         if (kk == {ks - 1}) | (it == end - 1):
             k_first = tl.maximum(tile * {ks}, start) - tile * {ks}
             if (k_first == 0) & (kk == {ks - 1}):
