@@ -21,10 +21,12 @@
 #   diff-vulkan    ... and on Vulkan
 #   accuracy       bench/accuracy_check.py: MobileNetV2- and ResNet-50-class networks in float32,
 #                  braze's error against eager's (TF32 and float32-exact)
+#   pytest         the cuda- and vulkan-marked pytest tests (test/python/gpu_artifacts.py:
+#                  --gpu-build here, --gpu-run there, the tests themselves unchanged)
 # SEEDS (environment, default 0:100) is the differential suite's random graphs.
 set -o pipefail
 cd "$(dirname "$0")/.."
-ALL="zoo launch kernels diff-cuda diff-vulkan accuracy"
+ALL="zoo launch kernels diff-cuda diff-vulkan accuracy pytest"
 mode=$1; shift
 parts=${*:-$ALL}
 SEEDS=${SEEDS:-0:100}
@@ -39,6 +41,7 @@ build_part() {
     diff-cuda) python bench/differential.py build "$d" --device cuda --target sm_90 --seeds "$SEEDS" ;;
     diff-vulkan) python bench/differential.py build "$d" --device vulkan --target ampere --seeds "$SEEDS" ;;
     accuracy) python bench/accuracy_check.py build "$d" ;;
+    pytest) python -m pytest -q -p no:cacheprovider --gpu-build "$d" -m "cuda or vulkan" test/python ;;
     *) echo "gpu_verify: unknown part '$1' (parts: $ALL)" >&2; return 2 ;;
   esac
 }
@@ -52,6 +55,7 @@ run_part() {
     kernels) python3 bench/kernels_check.py run "$d" ;;
     diff-cuda|diff-vulkan) python3 bench/differential.py run "$d" ;;
     accuracy) python3 bench/accuracy_check.py run "$d" ;;
+    pytest) python3 -m pytest -q -p no:cacheprovider -rfEs --gpu-run "$d" -m "cuda or vulkan" test/python ;;
     *) echo "gpu_verify: unknown part '$1' (parts: $ALL)"; return 2 ;;
   esac
 }

@@ -1,6 +1,24 @@
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+
+def _gpu_artifacts():
+    """test/python/gpu_artifacts.py (--gpu-build / --gpu-run), imported as `gpu_artifacts` (it
+    lives beside the tests, where lit does not look for tests)."""
+    if "gpu_artifacts" not in sys.modules:
+        path = Path(__file__).parent / "python" / "gpu_artifacts.py"
+        spec = importlib.util.spec_from_file_location("gpu_artifacts", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["gpu_artifacts"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["gpu_artifacts"]
+
+
+gpu_artifacts = _gpu_artifacts()
 
 SABOTAGE = "BRAZE_TEST_SABOTAGE"
 """Set to `nan-fused-arith` (test_accuracy.py does, in a pytest of its own) to make
@@ -54,6 +72,11 @@ def empty_tuning_cache(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
+    gpu_artifacts.pytest_addoption(parser)
+
+
+def pytest_configure(config):
+    gpu_artifacts.pytest_configure(config)
 
 
 def _can_open(driver: str) -> bool:
@@ -66,9 +89,12 @@ def _can_open(driver: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    building = gpu_artifacts.mode(config) == "build"  # compiles for the GPU host: needs no GPU here
+    no_cuda = pytest.mark.skip(reason="no CUDA device for iree.runtime")
+    no_vulkan = pytest.mark.skip(reason="no Vulkan device for iree.runtime")
     skips = {
-        "cuda": None if _can_open("cuda") else pytest.mark.skip(reason="no CUDA device for iree.runtime"),
-        "vulkan": None if _can_open("vulkan") else pytest.mark.skip(reason="no Vulkan device for iree.runtime"),
+        "cuda": None if building or _can_open("cuda") else no_cuda,
+        "vulkan": None if building or _can_open("vulkan") else no_vulkan,
         "slow": None if config.getoption("--run-slow") else pytest.mark.skip(reason="needs --run-slow"),
     }
     for item in items:
