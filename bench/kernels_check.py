@@ -8,8 +8,9 @@
         (on the GPU host: iree-base-runtime, torch) runs both artifacts and the same model in
         torch eager (cuBLAS, then torch's own epilogue kernels) and prints, per case, the error of
         each against float64 (the first ROWS rows) and the time per call (CUDA events, median of 5 runs of N calls), and
-        the ratios. Exits 1 if a generated kernel's error exceeds 4x eager's own plus one ulp (10x for float32,
-computed as 3xTF32 against cuBLAS's float32).
+        the ratios. Exits 1 if a generated kernel's error exceeds 4x eager's own plus one ulp (10x for float32
+GEMMs, computed as 3xTF32 against cuBLAS's float32; 4x cuDNN's for float32 convolutions, TF32 where
+cuDNN's are).
 
 Cases are Linear layers (y = act(x W^T + b)) at the shapes of the bench's layers, a plain
 GEMM, ragged shapes that no tile divides, and Conv2d + BatchNorm + ReLU at ResNet-18's shapes
@@ -255,10 +256,11 @@ def run(folder: Path) -> int:
         errs = {v: max_error(m(*args)[:keep].double().cpu(), ref, floor=0.0) * scale for v, m in mods.items()}
         errs["eager"] = max_error(eager_out[:keep].double().cpu(), ref, floor=0.0) * scale
         step = {torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10, torch.float32: 2 ** -23}[x.dtype]
-        if name in CONV_CASES and x.dtype == torch.float32:
-            step = 2 ** -9  # TF32 (10-bit mantissa) inputs, as torch's default lets cuDNN use
-        # float32 as 3xTF32 drops the smallest of the cross products: a few float32 roundings more
-        ok = errs["kernels"] <= (10 if x.dtype == torch.float32 else 4) * errs["eager"] + step * ref.abs().max().item()
+        # float32 GEMMs as 3xTF32 drop the smallest of the cross products: a few float32 roundings
+        # more than cuBLAS's float32; float32 convolutions run in TF32 where cuDNN's do (issue 35:
+        # within 4x cuDNN's error, which a truncating TF32 product missed by 2.5x)
+        rel = 10 if x.dtype == torch.float32 and name not in CONV_CASES else 4
+        ok = errs["kernels"] <= rel * errs["eager"] + step * ref.abs().max().item()
         bad += not ok
         flops = _flops(name)
         calls = max(10, min(2000, int(2e13 / flops)))
