@@ -553,17 +553,17 @@ def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
     class ConvBnRelu(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.conv = torch.nn.Conv2d(32, 8, 3, stride=2, padding=1)
             self.bn = torch.nn.BatchNorm2d(8)
 
         def forward(self, x):
             return torch.relu(self.bn(self.conv(x)))
 
-    model, x = ConvBnRelu().eval(), torch.randn(2, 3, 16, 16)
+    model, x = ConvBnRelu().eval(), torch.randn(2, 32, 16, 16)
     lowered = lower(model, x, device="cuda", target="sm_90")  # cuDNN's default: TF32
     (spec,) = _specs(lowered.module.operation)
-    assert spec.conv == (2, 3, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
-    assert (spec.m, spec.n, spec.k, spec.precision) == (128, 8, 27, "tf32")
+    assert spec.conv == (2, 32, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
+    assert (spec.m, spec.n, spec.k, spec.precision) == (128, 8, 288, "tf32")
     assert spec.inputs[0] == Input("f32", "row") and spec.ops[0][:3] == ("%b", "addf", ["acc", "in0"])
     assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU
     compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
