@@ -1,18 +1,18 @@
-"""Accuracy of deep float32 convolution networks on CUDA against eager's, both against float64
-(issue 35: a MobileNetV2-class network came back 18x further from float64 than eager's TF32 cuDNN
-result, a ResNet-50-class one 3.6x).
+"""Accuracy of deep convolution networks and single convolutions on CUDA against eager's, both
+against float64 (issue 35: a MobileNetV2-class network came back 18x further from float64 than
+eager's TF32 cuDNN result, a ResNet-50-class one 3.6x).
 
-    python bench/accuracy_check.py build DIR [--batch 8] [--size 112] [--variants default,highest]
+    python bench/accuracy_check.py build DIR [--batch 8] [--size 112] [--variants default,highest,bf16]
         (here, with the compiler) compiles each network for sm_90 in each variant of BUILDS
         (default: convolutions in TF32, as torch's default lets cuDNN; highest: float32-exact;
-        im2col: convolutions as im2col + a float32 matmul) and saves the artifacts, the input
-        and the float64 reference (computed here on the CPU) in DIR.
+        im2col: convolutions as im2col + a float32 matmul; bf16: the model in bfloat16) and
+        saves the artifacts, the input and the float64 reference (computed here on the CPU) in DIR.
     python bench/accuracy_check.py run DIR
         (on the GPU host: iree-base-runtime, torch) runs each artifact and eager PyTorch on
         CUDA with TF32 allowed (torch's default for convolutions) and with TF32 off, and prints
         each one's braze.accuracy.max_error against float64 (relative to the largest output,
         floor 0) and braze's error over eager's in the same setting. A TF32 build passes within
-        4x eager's error in its setting (the issue's goal); a float32-exact build of a
+        4x eager's error in its setting (the issue's goal; bf16 against eager in bf16); a float32-exact build of a
         conformance-sized convolution passes when it matches float64 as the conformance suite
         compares (torch.allclose, rtol 1e-3, atol 1e-7). Exits 1 if any fails.
 
@@ -141,11 +141,12 @@ outputs of a few units) no float32 computation passes atol 1e-7 near zero, eager
 float32 build is held to 4x eager's float32 error like the rest."""
 
 BUILDS = {"default": {}, "highest": {"precision": "highest"},
-          "im2col": {"pipeline": "fusion-cuda-pipeline{target=sm_90 conv-fp32=im2col}"}}
+          "im2col": {"pipeline": "fusion-cuda-pipeline{target=sm_90 conv-fp32=im2col}"}, "bf16": {}}
 """Artifact variant -> braze.compile's options: the default (convolutions in TF32, as cuDNN's by
 default), float32-exact (precision="highest": 3xTF32), and convolutions as braze's im2col copy
-and a generated float32 matmul (no TF32 convolution kernels at all)."""
-SETTING = {"default": "tf32", "highest": "float32", "im2col": "float32"}
+and a generated float32 matmul (no TF32 convolution kernels at all); and the model and its input
+in bfloat16 (held against eager in bfloat16)."""
+SETTING = {"default": "tf32", "highest": "float32", "im2col": "float32", "bf16": "bf16"}
 """The eager setting each build is held against: TF32 convolutions, or float32 ones."""
 
 
@@ -190,7 +191,9 @@ def build(out: Path, batch: int, size: int, only: list[str], variants: list[str]
         torch.save({"x": x, "reference": reference, "checksum": _checksum(model)}, out / f"{name}.pt")
         for variant in variants:
             t0 = time.perf_counter()
-            compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False, **BUILDS[variant])
+            m, example = (copy.deepcopy(model).to(torch.bfloat16), x.to(torch.bfloat16)) if variant == "bf16" \
+                else (model, x)
+            compiled = braze.compile(m, example, device="cuda", target="sm_90", cache=False, **BUILDS[variant])
             compiled.save(out / f"{name}.{variant}.braze", overwrite=True)
             print(f"built {name}.{variant}: {compiled.report.dispatch_count} dispatches, "
                   f"{time.perf_counter() - t0:.1f} s; {compiled.report.pipeline}", flush=True)
@@ -200,6 +203,8 @@ def build(out: Path, batch: int, size: int, only: list[str], variants: list[str]
 
 
 def run(directory: Path) -> int:
+    import copy
+
     import braze
     from braze.accuracy import max_error
 
@@ -220,13 +225,18 @@ def run(directory: Path) -> int:
             with torch.no_grad():
                 eager[setting] = max_error(model(x), reference, floor=0.0)
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+        if "bf16" in meta["variants"]:
+            with torch.no_grad():
+                eager["bf16"] = max_error(copy.deepcopy(model).to(torch.bfloat16)(x.to(torch.bfloat16)), reference,
+                                          floor=0.0)
         for variant in meta["variants"]:
             setting = SETTING[variant]
             try:
                 module = braze.load(directory / f"{name}.{variant}.braze", device="cuda")
-                got = module(x)
+                given = x.to(torch.bfloat16) if variant == "bf16" else x
+                got = module(given)
                 torch.cuda.synchronize()
-                runtime = module.runtime_for(x)
+                runtime = module.runtime_for(given)
             except Exception as e:  # report every failure, keep going
                 got, runtime = None, f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
             error = max_error(got, reference, floor=0.0) if got is not None else float("inf")
@@ -258,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--batch", type=int, default=8)
     b.add_argument("--size", type=int, default=112)
     b.add_argument("--only", default="", help="comma-separated: " + ", ".join([*NETWORKS, *CONVS]))
-    b.add_argument("--variants", default="default,highest", help="comma-separated: " + ", ".join(BUILDS))
+    b.add_argument("--variants", default="default,highest,bf16", help="comma-separated: " + ", ".join(BUILDS))
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     args = p.parse_args(argv)
