@@ -5,6 +5,7 @@
 #
 #   here:   bash bench/gpu_verify.sh build [PART ...]   compiles each part into .gpu-build/verify/PART
 #                                                       and packs them as .gpu/art.tar.xz
+#           bash bench/gpu_verify.sh pack PART ...      packs parts built before (for a call of their own)
 #   there:  bash bench/gpu_verify.sh run [PART ...]     (the device tool, carry .gpu, with the
 #                                                       iree-base-runtime wheel in .gpu/ and the
 #                                                       Vulkan loader's debs in .gpu/gl) runs each
@@ -67,6 +68,12 @@ case $mode in
     done
     git rev-parse HEAD > .gpu-build/verify/commit
     git status --porcelain --untracked-files=no | grep -q . && echo "dirty" >> .gpu-build/verify/commit
+    bash bench/gpu_verify.sh pack $parts
+    ;;
+  pack)
+    # what one call carries: the wheel (15 MB), the tree and these parts must stay under 64 MiB,
+    # so parts built together may travel in calls of their own (kernels 39 MB and accuracy 44 MB
+    # as xz: one call each; the rest fit in one)
     mkdir -p .gpu && (cd .gpu-build/verify && tar cf - commit $parts | xz -T2 -6 > ../../.gpu/art.tar.xz) || exit 1
     ls -l .gpu/art.tar.xz
     ;;
@@ -84,5 +91,5 @@ case $mode in
     [ -z "$failed" ]
     ;;
   *)
-    echo "usage: bash bench/gpu_verify.sh build|run [PART ...]   (parts: $ALL)" >&2; exit 2 ;;
+    echo "usage: bash bench/gpu_verify.sh build|pack|run [PART ...]   (parts: $ALL)" >&2; exit 2 ;;
 esac

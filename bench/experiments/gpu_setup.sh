@@ -8,5 +8,5 @@ if [ -f .gpu/braze.tar ]; then src=/tmp/braze-src; mkdir -p $src && tar xf .gpu/
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/*.whl && \
   python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/site $src || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/art && tar xJf .gpu/art.tar.xz -C /tmp/art || exit 1
+mkdir -p /tmp/art && tar xJif .gpu/art.tar.xz -C /tmp/art || exit 1  # -i: packs may be several archives, concatenated
 out=${OUT:-/tmp/out}; mkdir -p $out
