@@ -87,8 +87,8 @@ case $mode in
       echo "== $p"
       run_part "$p" 2>&1 | tee "$out/gpu-verify-$p.txt" || failed="$failed $p"
     done
-    echo "gpu_verify: ${failed:+FAILED:$failed}${failed:-every part passed}"
-    [ -z "$failed" ]
+    if [ -n "$failed" ]; then echo "gpu_verify: FAILED:$failed"; exit 1; fi
+    echo "gpu_verify: every part passed"
     ;;
   *)
     echo "usage: bash bench/gpu_verify.sh build|pack|run [PART ...]   (parts: $ALL)" >&2; exit 2 ;;

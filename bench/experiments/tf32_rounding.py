@@ -83,6 +83,19 @@ def main():
             got = torch.nn.functional.conv2d(x, w, padding=1)
             errs.append((got.double() - want).abs().max().item() / want.abs().max().item())
         print(f"  Cin {cin:3d}: TF32 allowed {errs[0]:.2e}, float32 {errs[1]:.2e} -> {'TF32' if errs[0] > 4 * errs[1] else 'float32'}")
+    print("cuDNN with TF32 allowed, by kernel size and stride (8 x Cin x 56x56 -> 2 Cin): TF32 or float32?")
+    for k, stride in ((1, 1), (1, 2), (3, 1), (3, 2)):
+        for cin in (32, 64, 128, 256):
+            x = torch.rand(8, cin, 56, 56, device="cuda")
+            w = torch.randn(2 * cin, cin, k, k, device="cuda") / (k * cin ** 0.5)
+            want = torch.nn.functional.conv2d(x.double(), w.double(), stride=stride, padding=k // 2)
+            errs = []
+            for tf32 in (True, False):
+                torch.backends.cudnn.allow_tf32 = tf32
+                got = torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2)
+                errs.append((got.double() - want).abs().max().item() / want.abs().max().item())
+            print(f"  {k}x{k} stride {stride} Cin {cin:3d}: TF32 allowed {errs[0]:.2e}, float32 {errs[1]:.2e} -> "
+                  f"{'TF32' if errs[0] > 4 * errs[1] else 'float32'}")
     torch.backends.cudnn.allow_tf32 = True
     x = torch.rand(16, 256, 28, 28, device="cuda")
     w = torch.randn(256, 256, 3, 3, device="cuda") / 48

@@ -123,7 +123,7 @@ def test_dynamic_batch_on_the_launcher(dtype):
     torch.manual_seed(0)
     model = BertLayer().eval().to(dtype)
     batch = torch.export.Dim("batch", min=1, max=16)
-    module = braze.compile(model, torch.randn(4, 128, 768, dtype=dtype), device="cuda", cache=False,
+    module = braze.compile(model, torch.randn(4, 128, 768).to(dtype), device="cuda", cache=False,
                            dynamic_shapes=({0: batch},), specialize="none").dynamic
     assert module.plan is not None and module.plan.symbolic, module.report.launch_plan
     assert sum(k["generated"] for k in module.report.kernels) == 7, module.report.kernels
