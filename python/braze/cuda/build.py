@@ -28,7 +28,7 @@ import numpy as np
 from braze._iree_compiler import iree_ir
 from braze.irutil import all_ops
 
-from .plan import Executable, LaunchPlan, Output, Ref, Step, Sym, apply, read_cuda_executable
+from .plan import Executable, LaunchPlan, Output, Ref, Step, Sym, apply, read_cuda_executable, split_top
 
 
 class Unsupported(Exception):
@@ -145,7 +145,7 @@ class _Interpreter:
         text = text.strip()
         if text.startswith("#util.composite<"):
             inner = text[text.index("[") + 1: text.rindex("]")]
-            parts = [p.strip() for p in _split_top(inner) if p.strip()]
+            parts = [p for p in split_top(inner) if p]
             data = b"".join(self._element_bytes(p) for p in parts)
         else:
             data = self._element_bytes(text)
@@ -509,20 +509,6 @@ class _Interpreter:
                 steps.append(Step("dispatch", executable=executable, kernel=kernel, grid=grid, constants=constants,
                                   bindings=resolved))
         return steps
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
 
 
 _WIDTH = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8}

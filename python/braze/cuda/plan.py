@@ -361,6 +361,23 @@ class LaunchPlan:
                 raise ValueError("a load-time step has a size known only per call")
 
 
+def split_top(text: str, opening: str = "<([{", closing: str = ">)]}") -> list[str]:
+    """`text` split at the commas outside every bracket pair, each part stripped (empty ones
+    kept). The brackets are MLIR's by default; IREE's disassembly passes "([" and ")]", since its
+    block arguments are written `%a->%b`."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in opening:
+            depth += 1
+        elif ch in closing:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
 # ---------------------------------------------------------------------------
 # IREE's CUDA executable format: a 64-byte header ('CDA1', version, size), then a flatbuffer
 # (runtime/src/iree/schemas/cuda_executable_def.fbs):

@@ -47,7 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan import LaunchPlan, Ref
+from .plan import LaunchPlan, Ref, split_top
 
 
 class ReplayError(Exception):
@@ -258,20 +258,6 @@ def _reg(token: str):
 def _regs(text: str) -> list:
     text = text.strip()
     return [_reg(t) for t in text.split(",")] if text else []
-
-
-def _split_top(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [p.strip() for p in out]
 
 
 def _cconv(cconv: str) -> tuple[list, str]:
@@ -691,7 +677,7 @@ class _Interpreter:
 
     def _remap(self, frame: _Frame, text: str):
         """Block arguments: all read, then moved refs released, then all written (word for word)."""
-        pairs = [[_reg(r) for r in p.split("->")] for p in _split_top(text) if p]
+        pairs = [[_reg(r) for r in p.split("->")] for p in split_top(text, "([", ")]") if p]
         values = [frame.get(src, False) for src, _ in pairs]
         frame.release_moves([src for src, _ in pairs])
         for (_, dst), value in zip(pairs, values):
@@ -716,12 +702,12 @@ class _Interpreter:
             return self._branch(frame, rest)
         if op == "cond_br":
             cond, _, targets = rest.partition(", ")
-            true_t, false_t = _split_top(targets)
+            true_t, false_t = split_top(targets, "([", ")]")
             return self._branch(frame, true_t if g(_reg(cond)) else false_t)
         if op == "br_table":
             m = re.fullmatch(r"(%i\d+) \{ default: (.*) \}", rest)
             index = _s32(g(_reg(m.group(1))))
-            cases = _split_top(m.group(2))
+            cases = split_top(m.group(2), "([", ")]")
             chosen = cases[0]
             for case in cases[1:]:
                 k, _, target = case.partition(": ")
@@ -922,21 +908,6 @@ class _Interpreter:
 # ---------------------------------------------------------------------------------------
 # Recording and comparing.
 
-def _split_types(text: str) -> list[str]:
-    """Split a declaration's argument list at top-level commas (types nest <>, () and {})."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<({[":
-            depth += 1
-        elif ch in ">)}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [p.strip() for p in out if p.strip()]
-
-
 def _tensor_type(text: str) -> tuple[list, int]:
     """'tensor<4x?xf32>' -> ([4, None], 4 bytes an element)."""
     m = re.match(r"tensor<(.*)>$", text)
@@ -961,7 +932,7 @@ def _arguments(module: _Module) -> list[tuple[str, object]]:
     if not m:
         raise ReplayError(f"main has no ABI declaration IREE's reflection names ({decl!r})")
     out = []
-    for part in _split_types(m.group(1)):
+    for part in (p for p in split_top(m.group(1)) if p):  # types nest <>, () and {}
         _, _, type_text = part.partition(": ")
         if "iree.abi.transients" in type_text:
             out.append(("transient", None))
