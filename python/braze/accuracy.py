@@ -14,7 +14,7 @@ dicts, as torch's pytree flattens them). It is NaN- and inf-aware, because Pytho
   integer, bool) is an infinite error, and so is a different dtype, except that a float64
   `expected` (the reference braze compares with) may stand for any floating result; pass
   `like=` (the model's own eager result) to require its dtypes exactly;
-- integer and bool leaves must be equal.
+- integer and bool leaves must be equal; a None leaf must be None in both.
 
 `floor` is the smallest scale: 1.0 (the default) makes the error absolute for results under 1
 in magnitude, as the differential suite and `braze check` measure; the zoo's per-model
@@ -61,6 +61,8 @@ def leaf_error(got, expected, *, floor: float = 1.0, dtype=None) -> float:
     """max_error of one pair of leaves (`dtype`: the dtype `got` must have; None: see module doc)."""
     import torch
 
+    if got is None or expected is None:  # a model may return None (torch's pytree keeps it as a leaf)
+        return 0.0 if got is None and expected is None else INF
     g, e = _tensor(got), _tensor(expected)
     if tuple(g.shape) != tuple(e.shape) or _kind(g.dtype) != _kind(e.dtype):
         return INF

@@ -79,12 +79,6 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def _as_list(value) -> list:
-    from torch.utils._pytree import tree_leaves
-
-    return [v for v in tree_leaves(value) if hasattr(v, "shape")]
-
-
 def check(model, *inputs, device: str = "cpu", target: str | None = None, example_kwargs: dict | None = None,
           passes_of: str | None = None, bisect: bool = True) -> CheckResult:
     """Compare braze with eager on `inputs` (see the module docstring); bisect when braze alone is wrong."""
