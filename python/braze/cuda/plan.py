@@ -390,10 +390,11 @@ HEADER_BYTES = 64
 IDENTIFIER = b"CDA1"
 
 
-class _Table:
-    """A flatbuffer table: fields by index through its vtable."""
+class FlatbufferTable:
+    """A flatbuffer table: fields by index through its vtable (IREE's CUDA executables here,
+    its VM bytecode modules in braze.cuda.replay). `buf`: bytes or a memoryview."""
 
-    def __init__(self, buf: bytes, pos: int):
+    def __init__(self, buf, pos: int):
         self.buf, self.pos = buf, pos
         self.vtable = pos - struct.unpack_from("<i", buf, pos)[0]
         self.vsize = struct.unpack_from("<H", buf, self.vtable)[0]
@@ -405,9 +406,13 @@ class _Table:
         offset = struct.unpack_from("<H", self.buf, self.vtable + slot)[0]
         return self.pos + offset if offset else None
 
-    def u32(self, index: int, default: int = 0) -> int:
+    def scalar(self, index: int, fmt: str, default=0):
+        """A scalar field of struct format `fmt` ('I', 'i', 'Q', ...)."""
         at = self._field(index)
-        return default if at is None else struct.unpack_from("<I", self.buf, at)[0]
+        return default if at is None else struct.unpack_from("<" + fmt, self.buf, at)[0]
+
+    def u32(self, index: int, default: int = 0) -> int:
+        return self.scalar(index, "I", default)
 
     def struct_u32s(self, index: int, count: int) -> tuple[int, ...]:
         at = self._field(index)
@@ -422,22 +427,24 @@ class _Table:
         if at is None:
             return ""
         n = struct.unpack_from("<I", self.buf, at)[0]
-        return self.buf[at + 4: at + 4 + n].decode("utf-8")
+        return bytes(self.buf[at + 4: at + 4 + n]).decode("utf-8")
+
+    def table(self, index: int) -> "FlatbufferTable | None":
+        at = self._indirect(index)
+        return None if at is None else FlatbufferTable(self.buf, at)
+
+    def vector(self, index: int) -> tuple[int, int]:
+        """(where the elements start, how many)."""
+        at = self._indirect(index)
+        return (0, 0) if at is None else (at + 4, struct.unpack_from("<I", self.buf, at)[0])
 
     def vector_length(self, index: int) -> int:
-        at = self._indirect(index)
-        return 0 if at is None else struct.unpack_from("<I", self.buf, at)[0]
+        return self.vector(index)[1]
 
-    def tables(self, index: int) -> list["_Table"]:
-        at = self._indirect(index)
-        if at is None:
-            return []
-        n = struct.unpack_from("<I", self.buf, at)[0]
-        out = []
-        for i in range(n):
-            element = at + 4 + 4 * i
-            out.append(_Table(self.buf, element + struct.unpack_from("<I", self.buf, element)[0]))
-        return out
+    def tables(self, index: int) -> list["FlatbufferTable"]:
+        start, n = self.vector(index)
+        elements = [start + 4 * i for i in range(n)]
+        return [FlatbufferTable(self.buf, e + struct.unpack_from("<I", self.buf, e)[0]) for e in elements]
 
 
 def read_cuda_executable(data: bytes) -> Executable:
@@ -450,7 +457,7 @@ def read_cuda_executable(data: bytes) -> Executable:
     buf = data[HEADER_BYTES:HEADER_BYTES + size]
     if buf[4:8] != IDENTIFIER:
         raise ValueError("IREE CUDA executable flatbuffer has another identifier")
-    root = _Table(buf, struct.unpack_from("<I", buf, 0)[0])
+    root = FlatbufferTable(buf, struct.unpack_from("<I", buf, 0)[0])
     modules = [m.string(0) for m in root.tables(1)]
     kernels = []
     for e in root.tables(0):

@@ -47,7 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan import LaunchPlan, Ref, split_top
+from .plan import FlatbufferTable, LaunchPlan, Ref, split_top
 
 
 class ReplayError(Exception):
@@ -59,49 +59,6 @@ class ReplayError(Exception):
 # The .vmfb: a zip archive holding a size-prefixed flatbuffer (BytecodeModuleDef,
 # runtime/src/iree/schemas/bytecode_module_def.fbs), then external rodata at the next
 # 64-byte boundary (iree_vm_bytecode_archive_parse_header).
-
-class _Table:
-    def __init__(self, buf, pos: int):
-        self.buf, self.pos = buf, pos
-        self.vtable = pos - struct.unpack_from("<i", buf, pos)[0]
-        self.vsize = struct.unpack_from("<H", buf, self.vtable)[0]
-
-    def _field(self, i: int):
-        slot = 4 + 2 * i
-        if slot >= self.vsize:
-            return None
-        off = struct.unpack_from("<H", self.buf, self.vtable + slot)[0]
-        return self.pos + off if off else None
-
-    def scalar(self, i: int, fmt: str, default=0):
-        at = self._field(i)
-        return default if at is None else struct.unpack_from("<" + fmt, self.buf, at)[0]
-
-    def _indirect(self, i: int):
-        at = self._field(i)
-        return None if at is None else at + struct.unpack_from("<I", self.buf, at)[0]
-
-    def string(self, i: int) -> str:
-        at = self._indirect(i)
-        if at is None:
-            return ""
-        n = struct.unpack_from("<I", self.buf, at)[0]
-        return bytes(self.buf[at + 4:at + 4 + n]).decode()
-
-    def table(self, i: int):
-        at = self._indirect(i)
-        return None if at is None else _Table(self.buf, at)
-
-    def vector(self, i: int) -> tuple[int, int]:
-        """(start of the elements, count)."""
-        at = self._indirect(i)
-        return (0, 0) if at is None else (at + 4, struct.unpack_from("<I", self.buf, at)[0])
-
-    def tables(self, i: int) -> list[_Table]:
-        start, n = self.vector(i)
-        at = [start + 4 * k for k in range(n)]
-        return [_Table(self.buf, a + struct.unpack_from("<I", self.buf, a)[0]) for a in at]
-
 
 _ALIGNMENT = 64
 # BytecodeModuleDef fields
@@ -135,7 +92,7 @@ def _read_module(data: bytes) -> _Module:
         raise ReplayError("not an IREE VM module (no IREE flatbuffer)")
     buf = memoryview(data)[fb_start:fb_start + size]
     rodata_base = -(-(fb_start + size) // _ALIGNMENT) * _ALIGNMENT
-    root = _Table(buf, struct.unpack_from("<I", buf, 0)[0])
+    root = FlatbufferTable(buf, struct.unpack_from("<I", buf, 0)[0])
 
     def cconv_and_attrs(sig):
         if sig is None:
