@@ -273,8 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("dir", type=Path)
     args = p.parse_args(argv)
     if args.command == "build":
-        return build(args.dir, args.batch, args.size, [n for n in args.only.split(",") if n],
-                     [v for v in args.variants.split(",") if v])
+        only, variants = [n for n in args.only.split(",") if n], [v for v in args.variants.split(",") if v]
+        for what, names, known in (("--only", only, [*NETWORKS, *CONVS]), ("--variants", variants, list(BUILDS))):
+            if set(names) - set(known):
+                p.error(f"{what}: no case or variant {', '.join(sorted(set(names) - set(known)))} "
+                        f"(known: {', '.join(known)})")
+        return build(args.dir, args.batch, args.size, only, variants)
     return run(args.dir)
 
 
