@@ -80,3 +80,19 @@ def failing_asserts(module_op: ir.Operation) -> list[tuple[str, str]]:
         if owner is not None and owner.name == "arith.constant" and str(owner.attributes["value"]) == "false":
             found.append((ir.StringAttr(op.attributes["msg"]).value, str(op.location)))
     return found
+
+
+TENSOR_LOOPS = ("scf.for", "scf.while", "scf.forall")
+
+
+def tensor_loops(module_op: ir.Operation) -> list[str]:
+    """Locations of the loops that carry a tensor from one iteration to the next (torch-mlir's
+    lowering of determinants and slogdet is one). IREE 3.13 cannot place such a loop's values in
+    a transient buffer the caller provides: compiled with braze's transient storage, the program
+    either fails to compile ('operand #1 does not dominate this use') or, at run time, copies
+    between overlapping ranges of that buffer (INVALID_ARGUMENT)."""
+    found = []
+    for op in all_ops(module_op):
+        if op.name in TENSOR_LOOPS and any(isinstance(r.type, ir.RankedTensorType) for r in op.results):
+            found.append(str(op.location))
+    return found

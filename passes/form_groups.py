@@ -195,6 +195,10 @@ class _Graph:
             return "incompatible iteration space"
         if self.round_trip(self.groups[a], self.groups[b]):
             return ROUND_TRIP_REASON
+        externals, _, yielded = group_boundary(self.groups[a] + self.groups[b], self.parent)
+        if len(externals) > fusion.MAX_INPUTS or len(yielded) > fusion.MAX_RESULTS:
+            return (f"the group would read {len(externals)} values and return {len(yielded)} (a fusion.group "
+                    f"holds at most {fusion.MAX_INPUTS} and {fusion.MAX_RESULTS})")
         for o in self.groups[b]:
             self.nodes[op_id(o)].group = a
         self.groups[a].extend(self.groups.pop(b))
@@ -629,8 +633,10 @@ def _top(op: ir.Operation, parent: ir.Operation) -> ir.Operation:
     return op
 
 
-def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -> ir.Operation:
-    """Wrap `members` (top-level ops of `parent`'s block, in order) in one fusion.group."""
+def group_boundary(members: list[ir.Operation], parent: ir.Operation) -> tuple[list, list, list]:
+    """What a fusion.group of `members` (top-level ops of `parent`'s block) would take and give:
+    the values it reads from outside, the operand-less constants it clones inside instead, and
+    the member results used outside, each in member order."""
     member_set = {op_id(m) for m in members}
     inside: set = set()
     for m in members:
@@ -652,6 +658,12 @@ def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -
         for r in m.results:
             if any(op_id(_top(u.owner.operation, parent)) not in member_set for u in r.uses):
                 yielded.append(r)
+    return externals, clones, yielded
+
+
+def build_group(members: list[ir.Operation], label: str, parent: ir.Operation) -> ir.Operation:
+    """Wrap `members` (top-level ops of `parent`'s block, in order) in one fusion.group."""
+    externals, clones, yielded = group_boundary(members, parent)
     last = members[-1]
     loc = ir.Location.fused([m.location for m in members], context=last.context)
     with loc:

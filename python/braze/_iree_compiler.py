@@ -39,6 +39,27 @@ def _failure_message(what: str, diagnostics: list[str], native: str) -> str:
     return f"IREE failed to compile {what}: {first}{hint}" + "".join(f"\n  {d}" for d in rest)
 
 
+def _invalid_ir(what: str, problem: str, error: Exception, text: str | None) -> Exception:
+    """InternalError for IR braze hands IREE that IREE's parser or verifier rejects, with the IR
+    written where the pass runner writes its reproducers (BRAZE_REPRODUCER_DIR, else the temp dir)."""
+    from .errors import InternalError
+
+    first = str(error).strip().splitlines()
+    where = ""
+    if text is not None:
+        root = os.environ.get("BRAZE_REPRODUCER_DIR") or tempfile.gettempdir()
+        path = os.path.join(root, f"braze-iree-input-{os.getpid()}-{id(error)}.mlir")
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(f"// braze reproducer: the module braze handed IREE's compiler, which rejected it.\n"
+                        f"// Replay: iree-compile {path} -o /dev/null\n{text}")
+            where = f" The module: {path}; replay with: iree-compile {path} -o /dev/null."
+        except OSError as e:
+            where = f" (no reproducer: cannot write {path}: {e.strerror or e})"
+    return InternalError(f"{problem} for {what}: {' '.join(first[:3])[:600]}. This is a bug in braze, not in "
+                         f"the model: please report it with the reproducer.{where}")
+
+
 @dataclass
 class CompiledVmfb:
     vmfb: bytes
@@ -134,9 +155,17 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
             try:
                 module = iree_ir.Module.parse(source)
             except iree_ir.MLIRError as e:
-                raise CompileError(f"IREE could not parse the module braze produced (a braze bug): {e}") from None
+                raise _invalid_ir(what, "IREE's compiler could not parse the module braze produced", e,
+                                  source if isinstance(source, str) else None) from None
             if module_hook is not None:
                 module_hook(module)
+            try:
+                # braze's last rewrites (the hook's) are checked here, so that IR braze got wrong
+                # is braze's error, not a diagnostic from deep inside IREE's pipeline
+                module.operation.verify()
+            except iree_ir.MLIRError as e:
+                raise _invalid_ir(what, "braze's rewrites for IREE left invalid IR", e,
+                                  module.operation.get_asm(enable_debug_info=True)) from None
             inv.import_module(module.operation)  # returns nothing; failures raise
         with session.context as ctx:
             handle = ctx.attach_diagnostic_handler(

@@ -622,6 +622,13 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
     tgt, report = lowered.target, lowered.report
     if exported is not None:
         report.stage_seconds["export"] = export_seconds
+    if transient_storage and lowered.tensor_loops:
+        from braze.passes.report import short_location
+
+        transient_storage = False
+        report.extra["transient_storage"] = (
+            f"off: a loop carries tensors ({short_location(lowered.tensor_loops[0])}), whose values IREE 3.13 "
+            "cannot place in a transient buffer braze provides (passes/abi.tensor_loops)")
     from . import backend
 
     t0 = time.perf_counter()
@@ -755,6 +762,9 @@ class Lowered:
     float64_inside: str = ""
     """Where float64 is kept only inside the program (its ops): if IREE cannot compile them
     (float64 erf or sin on the CPU), braze compiles again with IREE's demotion, and warns."""
+    tensor_loops: tuple[str, ...] = ()
+    """Locations of loops that carry tensors (passes/abi.tensor_loops): such a program is
+    compiled without transient storage, which IREE 3.13 cannot give them."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -822,6 +832,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.fusion_text = fusion_report.summary_text()
         written, aliased = abi.hazards(module_op)
         failing = abi.failing_asserts(module_op)
+        loops = abi.tensor_loops(module_op)
         # fusion-cpu-codegen's choices: each a string attribute on the module saying why, or absent
         tiling, reassociate, channels_last = (
             ir.StringAttr(module_op.attributes[a]).value if a in module_op.attributes else None
@@ -848,8 +859,8 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         message, where = failing[0]
         raise UnsupportedOpError(
             f"{type(model).__name__} cannot run: torch-mlir lowered an op at {short_location(where)} to a "
-            f"check that fails on every call ('{message}'), for a case its lowering does not support "
-            "(e.g. adaptive pooling whose input size the output size does not divide). Change that op's "
+            f"check that fails on every call ('{message}'), for a case its lowering does not support. "
+            "Change that op's "
             "sizes or replace it; the raw torch-mlir + IREE toolchain fails the same way, at run time.")
     float64, float64_inside = _keeps_float64(imported, tgt, type(model).__name__, report)
     aggressive = None
@@ -859,4 +870,4 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
 
         aggressive = any(isinstance(step.braze_pass, FormGroupsPass) for step in parse_pipeline(pipeline_text))
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
-                   iree_flags, aggressive, float64_inside)
+                   iree_flags, aggressive, float64_inside, tuple(loops))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_integer_division
+from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_integer_division
 from .signature import Signature, signature_from_export
 
 try:
@@ -32,12 +32,20 @@ from braze.dialects.fusion import new_context
 
 from ._mlir import fx_importer, ir, passmanager
 
-TORCH_TO_BACKEND = (
-    "builtin.module(func.func(torch-match-quantized-custom-ops),"
-    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})"
-)
-TORCH_TO_BACKEND_KEEP_SDPA = TORCH_TO_BACKEND.replace(
-    "extra-library=", "extra-library= backend-legal-ops=aten.scaled_dot_product_attention")
+BACKEND_LEGAL = ("aten.adaptive_max_pool1d", "aten.adaptive_max_pool2d")
+"""Ops torch-mlir's torch-to-backend pipeline must not decompose: its decomposition of adaptive
+max pooling into max_pool2d holds only where the output size divides the input size (elsewhere it
+emits a cast between incompatible shapes, or a convolution-like op with an unexpected loop), while
+its direct lowering (one dynamic window per output element) is right for every size."""
+
+
+def _torch_to_backend(legal: tuple[str, ...]) -> str:
+    return ("builtin.module(func.func(torch-match-quantized-custom-ops),"
+            f"torchdynamo-export-to-torch-backend-pipeline{{ extra-library= backend-legal-ops={','.join(legal)}}})")
+
+
+TORCH_TO_BACKEND = _torch_to_backend(BACKEND_LEGAL)
+TORCH_TO_BACKEND_KEEP_SDPA = _torch_to_backend(BACKEND_LEGAL + ("aten.scaled_dot_product_attention",))
 """The same, with SDPA left whole: torch-mlir then lowers it to one tm_tensor.attention."""
 
 BACKEND_TO_LINALG = (
@@ -237,6 +245,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
     fix_integer_division(exported.graph_module)
     fix_empty_tensors(exported.graph_module)
+    fix_index_with_none(exported.graph_module)
     drop_same_size_expands(exported.graph_module)
     state = prepare_state(exported, model)
     scalars = prepare_outputs(exported, model)

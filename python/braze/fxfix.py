@@ -10,6 +10,12 @@ all, so that braze compiles them where the raw torch-mlir + IREE toolchain crash
     matmul with a zero-size operand          of 0, a @ b with K = 0: torch-mlir's lowering dies
                                              of SIGFPE (a division by the zero size)
       ->  torch.zeros(result shape)          eager's result: empty, or a sum of no terms
+                                             (not an empty view that as_strided reads through)
+    x[:, idx], x[..., i, j]: aten.index      torch-mlir's FX importer rejects the list
+    with None in its index list              ("Heterogeneous lists are not supported")
+      ->  x.index_select(d, idx.flatten())   one index tensor (reshaped to idx's dims), else
+          .view(...)                         the indexed dims permuted first and indexed with
+                                             tensors only (permuted back where torch would)
     x.expand(sizes) to x's own (symbolic)    torch.matmul's decomposition on a dynamic batch:
     sizes                                    torch-mlir cannot prove the sizes equal and lowers
                                              a gather that tests each size for 1 (a broadcast),
@@ -52,7 +58,8 @@ def _call(graph, mode, target, args, kwargs=None):
     kwargs = kwargs or {}
     node = graph.call_function(target, tuple(args), kwargs)
     with mode:
-        node.meta["val"] = target(*[_val(a) for a in args], **{k: _val(v) for k, v in kwargs.items()})
+        node.meta["val"] = target(*torch.fx.node.map_aggregate(tuple(args), _val),
+                                  **{k: _val(v) for k, v in kwargs.items()})
     return node
 
 
@@ -116,6 +123,25 @@ def _finish(graph_module, count: int, dead_code: bool = False) -> int:
 _CONTRACTIONS = {aten.mm.default, aten.bmm.default, aten.matmul.default}
 
 
+def _read_through_by_as_strided(node) -> bool:
+    """Whether an as_strided reads `node`'s storage, directly or through views of it (same
+    storage): an empty slice of x is still a window onto x's elements for as_strided, which
+    torch-mlir's importer resolves by following views back to their base."""
+    storage = _val(node).untyped_storage()
+    stack, seen = list(node.users), set()
+    while stack:
+        user = stack.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        if user.target == aten.as_strided.default:
+            return True
+        value = _val(user)
+        if isinstance(value, torch.Tensor) and value.untyped_storage() is storage:
+            stack.extend(user.users)
+    return False
+
+
 def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
     """Replace by zeros of its shape each op whose result has no elements (its value is its
     shape alone) and each matmul with a zero-size operand (eager's result: a sum of no terms);
@@ -136,9 +162,54 @@ def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
             operands = [_val(a) for a in node.args[:2]]
             if node.target not in _CONTRACTIONS or all(not isinstance(o, torch.Tensor) or o.numel() for o in operands):
                 continue
+        elif _read_through_by_as_strided(node):
+            continue  # an empty view whose storage as_strided reads: fresh zeros would have none
         with graph.inserting_before(node):
             new = _call(graph, mode, aten.zeros.default, (list(result.shape),),
                         {"dtype": result.dtype, "device": result.device})
+        _replace(graph, node, new)
+        count += 1
+    return _finish(graph_module, count, dead_code=True)
+
+
+def fix_index_with_none(graph_module: torch.fx.GraphModule) -> int:
+    """Rewrite aten.index.Tensor whose index list holds None (x[:, idx]) into ops torch-mlir's
+    importer takes (see the module doc); returns how many were rewritten."""
+    graph = graph_module.graph
+    mode = _fake_mode(graph)
+    if mode is None:
+        return 0
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.index.Tensor:
+            continue
+        x, indices = node.args[0], list(node.args[1])
+        if None not in indices:
+            continue
+        at = [d for d, i in enumerate(indices) if i is not None]
+        tensors = [indices[d] for d in at]
+        values = [_val(t) for t in tensors]
+        if not at or any(not isinstance(v, torch.Tensor) or v.dtype in (torch.bool, torch.uint8) for v in values):
+            continue  # boolean masks keep their (data-dependent) form
+        shape = list(_val(x).shape)
+        with graph.inserting_before(node):
+            if len(at) == 1:
+                d, index = at[0], tensors[0]
+                if values[0].dim() != 1:
+                    index = _call(graph, mode, aten.reshape.default, (index, [-1]))
+                new = _call(graph, mode, aten.index_select.default, (x, d, index))
+                if values[0].dim() != 1:
+                    new = _call(graph, mode, aten.reshape.default,
+                                (new, shape[:d] + list(values[0].shape) + shape[d + 1:]))
+            else:
+                rest = [d for d in range(len(shape)) if d not in at]
+                new = _call(graph, mode, aten.permute.default, (x, at + rest))
+                new = _call(graph, mode, aten.index.Tensor, (new, tensors))
+                if at == list(range(at[0], at[-1] + 1)) and at[0] > 0:
+                    # adjacent indexed dims: torch puts the indexed result where they were
+                    b = _val(new).dim() - len(rest)
+                    order = list(range(b, b + at[0])) + list(range(b)) + list(range(b + at[0], _val(new).dim()))
+                    new = _call(graph, mode, aten.permute.default, (new, order))
         _replace(graph, node, new)
         count += 1
     return _finish(graph_module, count, dead_code=True)

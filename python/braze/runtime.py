@@ -365,10 +365,15 @@ class Program:
         same_device = (kind == "cpu" and self.target.device == "cpu") or (
             kind == "cuda" and self.target.driver == "cuda"
         )
-        if not same_device or spec.dtype == "bool":
-            return None  # the copy path moves it (CPU tensors to a GPU module) or converts it
+        if not same_device or spec.dtype == "bool" or slot in self.copy_inputs:
+            # The copy path moves it (CPU tensors to a GPU module) or converts it; and an input
+            # the program may write in place goes there too: IREE 3.13 writes the result of an
+            # insert_slice into its argument (slice_copy, slice_scatter) with a whole-buffer
+            # copy, which needs discard-write access that no imported buffer, the caller's or
+            # a clone, grants (PERMISSION_DENIED), while a buffer IREE allocates does.
+            return None
         t = value.detach() if value.requires_grad else value
-        direct = t.is_contiguous() and t.storage_offset() == 0 and slot not in self.copy_inputs
+        direct = t.is_contiguous() and t.storage_offset() == 0
         if not direct:
             t = t.clone(memory_format=torch.contiguous_format)
         try:

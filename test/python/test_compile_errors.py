@@ -37,3 +37,28 @@ def test_unknown_device_alias_is_the_first_line():
                    iree_flags=["--iree-hal-target-device=no-such-device"])
     assert lines[0].startswith("IREE failed to compile Linear for cpu"), lines[0]
     assert 'unregistered device alias "no-such-device"' in lines[0], lines[0]
+
+
+def test_invalid_ir_braze_hands_iree_is_an_internal_error_with_a_reproducer(tmp_path, monkeypatch):
+    """A rewrite braze makes in IREE's context (the backend's hooks) that leaves invalid IR is
+    braze's bug: an InternalError naming the verifier's complaint, with the module written as a
+    reproducer, not a diagnostic from deep inside IREE's pipeline."""
+    from braze._iree_compiler import compile_module
+
+    monkeypatch.setenv("BRAZE_REPRODUCER_DIR", str(tmp_path))
+    source = ("func.func @main(%a: tensor<4xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {\n"
+              "  return %a : tensor<4xf32>\n}")
+
+    def wrong_operand(module):  # return %b (tensor<8xf32>) from a function declared to return tensor<4xf32>
+        func = module.body.operations[0]
+        block = func.regions[0].blocks[0]
+        ret = list(block.operations)[-1]
+        ret.operands[0] = block.arguments[1]
+
+    compile_module(source, ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu"])
+    with pytest.raises(braze.InternalError, match="braze's rewrites for IREE left invalid IR") as err:
+        compile_module(source, ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu"],
+                       module_hook=wrong_operand, what="M")
+    assert "type of return operand 0" in str(err.value)
+    written = list(tmp_path.glob("braze-iree-input-*.mlir"))
+    assert len(written) == 1 and "tensor<8xf32>" in written[0].read_text()
