@@ -247,6 +247,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     fix_empty_tensors(exported.graph_module)
     fix_index_with_none(exported.graph_module)
     drop_same_size_expands(exported.graph_module)
+    _refuse_data_dependent_sizes(exported, model)
     state = prepare_state(exported, model)
     scalars = prepare_outputs(exported, model)
     signature = signature_from_export(exported, args, kwargs, state, scalars)
@@ -380,6 +381,36 @@ def _state_tensor(exported, name: str):
     return exported.constants[name]
 
 
+def _refuse_data_dependent_sizes(exported, model) -> None:
+    """UnsupportedOpError for the first op whose result's size depends on the data (x[mask],
+    nonzero, masked_select: torch.export gives it an unbacked size u0): torch-mlir 20261001's
+    lowering of such a program crashes the process (a segmentation fault, measured on x[:, mask]),
+    and IREE's programs size their results from the inputs' sizes only."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for node in exported.graph.nodes:
+        value = node.meta.get("val")
+        if node.op != "call_function" or not isinstance(value, torch.Tensor) or not free_unbacked_symbols(value):
+            continue
+        op = _aten_name(node.target)
+        raise UnsupportedOpError(
+            f"{_model_name(model)}: the size of '{op}' (FX node '{node.name}', "
+            f"{_last_frame(node.meta.get('stack_trace')) or 'unknown source'}) depends on the values of its "
+            f"input ({list(value.shape)}), as boolean-mask indexing, nonzero and masked_select do; braze compiles "
+            "programs whose sizes follow from the inputs' sizes. Keep the shape fixed (torch.where(mask, x, 0)), "
+            "or compile with partial=True to run that op in eager.", op=op, node=node.name)
+
+
+def _aten_name(target) -> str:
+    """'aten.index.Tensor' -> 'aten.index', as braze's errors name aten ops."""
+    name = getattr(target, "name", None)
+    text = (name() if callable(name) else str(target)).replace("::", ".")
+    if "aten." in text:
+        text = "aten." + text.split("aten.", 1)[1]
+    parts = text.split(".")
+    return ".".join(parts[:2]) if text.startswith("aten.") and len(parts) > 2 else text
+
+
 def _importer_error(error: Exception, model) -> UnsupportedOpError:
     """An UnsupportedOpError naming the FX node torch-mlir's importer failed on, and its source line."""
     node = None
@@ -397,7 +428,8 @@ def _importer_error(error: Exception, model) -> UnsupportedOpError:
     return UnsupportedOpError(
         f"torch-mlir's FX importer cannot import {_model_name(model)}{where}: {type(error).__name__}: {text}. "
         "This is a limitation of torch-mlir (a complex Python scalar, an unusual argument); rewrite that "
-        "expression (e.g. as a tensor constant), or report it upstream at llvm/torch-mlir."
+        "expression (e.g. as a tensor constant), or report it upstream at llvm/torch-mlir.",
+        node=node.name if node is not None else None
     )
 
 

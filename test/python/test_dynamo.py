@@ -179,3 +179,85 @@ def test_repeated_calls_reuse_the_compiled_graph():
             torch.testing.assert_close(compiled(x), model(x))
     (graph,) = braze.dynamo.graphs()
     assert graph.calls == 3
+
+
+class DiagonalWrite(torch.nn.Module):
+    """torch-mlir fails to lower diagonal_scatter with a diagnostic that names no aten op
+    ("failed to legalize operation 'torch.constant.int'"): the piece is bisected."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(5, 5)
+
+    def forward(self, x, d):
+        y = torch.relu(self.fc(x)) * 2
+        z = torch.diagonal_scatter(y, d, 1)
+        return torch.tanh(z).sum(0) + y.mean()
+
+
+class Float64Sine(torch.nn.Module):
+    """IREE 3.13's CPU code generator has no float64 sin ("undefined symbol: sin"): a
+    CompileError from IREE, whose message names no node; the piece is bisected."""
+
+    def forward(self, x):
+        y = x * 2 + 1
+        return torch.sin(y) * 3 + y
+
+
+def _float64_reference(model, *args):
+    import copy
+
+    with torch.no_grad():
+        return copy.deepcopy(model).double()(*[a.double() for a in args])
+
+
+@pytest.mark.parametrize("case", ["lowering", "iree"])
+def test_partial_falls_back_at_the_failing_op_found_by_bisection(case):
+    torch.manual_seed(3)
+    if case == "lowering":
+        model, args, op, whole_error = DiagonalWrite().eval(), (torch.randn(5, 5), torch.randn(4)), \
+            "aten.diagonal_scatter", braze.UnsupportedOpError
+    else:
+        model, args, op, whole_error = Float64Sine().eval(), (torch.randn(6, dtype=torch.float64),), \
+            "aten.sin", braze.CompileError
+    with pytest.raises(whole_error):
+        braze.compile(model, *args, cache=False)
+    with pytest.warns(braze.BrazeWarning, match="1 op\\(s\\) in eager"):
+        partial = braze.compile(model, *args, partial=True, cache=False)
+    assert [f["op"] for f in partial.report.fallbacks] == [op]
+    assert "bisected" in partial.report.fallbacks[0]["why"] and "test_dynamo.py" in partial.report.fallbacks[0]["source"]
+    assert len(partial.pieces) >= 1
+    fresh = tuple(torch.randn_like(a) for a in args)
+    got, want = partial(*fresh), _float64_reference(model, *fresh)
+    assert (got.double() - want).abs().max().item() < 1e-5 * max(1.0, want.abs().max().item())
+
+
+def test_under_torch_compile_an_iree_failure_falls_back_at_the_op():
+    """Was: the whole graph in eager ("braze could not compile it (CompileError ...)")."""
+    model, x = Float64Sine().eval(), torch.randn(6, dtype=torch.float64)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = torch.compile(model, backend="braze")(x)
+    torch.testing.assert_close(got, model(x))
+    (graph,) = [g for g in braze.dynamo.graphs() if g.report is not None and getattr(g.report, "fallbacks", None)]
+    assert [f["op"] for f in graph.report.fallbacks] == ["aten.sin"] and graph.compiled
+
+
+class MaskRows(torch.nn.Module):
+    def forward(self, x, mask):
+        return torch.relu(x[:, mask] * 2).sum(1) + x.sum(1)
+
+
+def test_a_data_dependent_size_is_refused_whole_and_runs_in_eager_in_pieces():
+    """x[:, mask] has a size torch.export cannot know (u0): torch-mlir's lowering of it crashed
+    the process; braze refuses it naming the op, and partial=True runs every op that makes or
+    reads such a size in eager, so other masks (other sizes) work."""
+    x, mask = torch.randn(3, 4), torch.tensor([True, False, True, True])
+    with pytest.raises(braze.UnsupportedOpError, match="'aten.index' .* depends on the values of its input"):
+        braze.compile(MaskRows().eval(), x, mask, cache=False)
+    with pytest.warns(braze.BrazeWarning, match="in eager"):
+        partial = braze.compile(MaskRows().eval(), x, mask, cache=False, partial=True)
+    assert "aten.index" in {f["op"] for f in partial.report.fallbacks} and len(partial.pieces) == 1
+    for m in (mask, torch.tensor([False, False, True, False]), torch.zeros(4, dtype=torch.bool)):
+        x2 = torch.randn(3, 4)
+        torch.testing.assert_close(partial(x2, m), MaskRows()(x2, m))

@@ -377,6 +377,9 @@ add("index_none_then_two_adjacent", "index", lambda x, i, j: x[:, i, j],
 add("index_two_apart", "index", lambda x, i, j: x[i, :, j], with_ints(rand((4, 3, 5)), ((2, 2), 4), ((2, 2), 5)))
 add("index_none_two_apart", "index", lambda x, i, j: x[:, i, :, j],
     with_ints(rand((2, 4, 3, 5)), ((3,), 4), ((3,), 5)))
+add("index_bool_mask", "index", lambda x, m: x[:, m] * 2,
+    lambda g: (torch.rand(3, 4, generator=g), torch.tensor([True, False, True, True])),
+    unsupported="the size of 'aten.index' .* depends on the values of its input")
 add("index_ellipsis", "index", lambda x: x[..., _IDX], rand((2, 2, 5)))
 add("index_first", "index", lambda x, i: x[i], with_ints(rand((6, 3)), ((5,), 6)))
 add("index_two_tensors", "index", lambda x, i, j: x[i, j], with_ints(rand((4, 5)), ((3,), 4), ((3,), 5)))
