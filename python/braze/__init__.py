@@ -18,6 +18,7 @@ from .errors import (
     CompileError,
     DependencyError,
     DeviceError,
+    ExecutionError,
     ExportError,
     InputError,
     InternalError,
@@ -40,6 +41,6 @@ def set_cpu_threads(threads: int | None) -> None:
 
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",
-    "DeviceError", "ExportError", "InputError", "InternalError", "KernelResourceError", "PassPipelineError", "UnsupportedOpError", "UsageError",
+    "DeviceError", "ExecutionError", "ExportError", "InputError", "InternalError", "KernelResourceError", "PassPipelineError", "UnsupportedOpError", "UsageError",
     "__version__", "available_devices", "check", "compile", "dynamo", "load", "set_cpu_threads",
 ]

@@ -42,6 +42,11 @@ class InternalError(BrazeError):
     to reproduce it."""
 
 
+class ExecutionError(BrazeError, RuntimeError):
+    """IREE's runtime failed while running a compiled program (a RuntimeError too, as
+    iree.runtime's own failures are): the message says which program and what IREE reported."""
+
+
 class PassPipelineError(BrazeError):
     """A pass pipeline string names an unknown pass or a bad option."""
 

@@ -89,6 +89,9 @@ class Report:
             rows.append(("CUDA launch plan", self.launch_plan))
         if self.cpu_codegen:
             rows.append(("CPU contractions", self.cpu_codegen))
+        for key, label in (("transient_storage", "transient storage"), ("float64", "float64")):
+            if isinstance(self.extra.get(key), str):
+                rows.append((label, self.extra[key]))
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
         if self.kernels:

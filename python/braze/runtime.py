@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArtifactError, DeviceError, InputError, InternalError
+from .errors import ArtifactError, DeviceError, ExecutionError, InputError, InternalError
 from .signature import DYNAMIC, TensorSpec
 from .targets import Target, check_runnable
 
@@ -447,6 +447,8 @@ class Program:
                     self._context.invoke(self._fn, args, results)
             else:
                 self._context.invoke(self._fn, args, results)
+        except (RuntimeError, ValueError) as e:
+            raise _execution_error(e, self.target) from e
         finally:
             if transients is not None:
                 # main is synchronous: the device is done with the storage when invoke returns.
@@ -654,3 +656,19 @@ def _check(name: str, spec: TensorSpec, shape: list[int], dtype: str) -> None:
                                       "braze compiled static shapes: recompile with an example of this "
                                       "shape, or with dynamic_shapes=")
         )
+
+
+def _execution_error(error: Exception, target) -> ExecutionError:
+    """A BrazeError for a failure iree.runtime reports from inside a call (its status line first)."""
+    if isinstance(error, ExecutionError):
+        return error
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    status = next((line for line in lines if re.search(r"\b[A-Z]+(_[A-Z]+)+;", line)), lines[0] if lines else "")
+    status = re.sub(r"^Error invoking function: ", "", status)
+    if "RESOURCE_EXHAUSTED" in status:
+        advice = "the device ran out of memory: free memory, or run smaller inputs"
+    else:
+        advice = ("this is a bug in braze or IREE, not in the model: please report it with the model and its "
+                  "inputs' shapes (braze.check(model, *inputs) reproduces the call)")
+    return ExecutionError(f"IREE's runtime failed running the compiled program on {target.describe()}: {status}; "
+                          f"{advice}")

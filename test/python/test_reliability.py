@@ -13,6 +13,8 @@ import zipfile
 
 import numpy as np
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -474,3 +476,25 @@ def test_no_tensor_inputs_means_torch_outputs_everywhere(tmp_path):
     assert isinstance(braze.load(tmp_path / "c.braze")(), torch.Tensor)
     out = braze.load(tmp_path / "c.braze", outputs="numpy")()
     assert isinstance(out, np.ndarray) and out.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_a_failure_inside_iree_s_runtime_is_a_braze_error(monkeypatch):
+    """A program that fails inside iree.runtime (here: a determinant compiled with the transient
+    storage braze now withholds from loops that carry tensors, passes/abi.tensor_loops) raises
+    ExecutionError (a BrazeError and a RuntimeError) with IREE's status line, not a raw ValueError."""
+    from braze.passes import abi
+
+    monkeypatch.setattr(abi, "tensor_loops", lambda module_op: [])
+    compiled = braze.compile(M(torch.linalg.det), torch.randn(4, 4), cache=False)
+    with pytest.raises(braze.ExecutionError, match="INVALID_ARGUMENT; source and target ranges overlap") as err:
+        compiled(torch.randn(4, 4))
+    assert isinstance(err.value, RuntimeError) and "bug in braze or IREE" in str(err.value)
+
+
+def test_loops_that_carry_tensors_compile_without_transient_storage():
+    x = torch.randn(3, 5, 5, dtype=torch.float64)
+    compiled = braze.compile(M(torch.linalg.det), x.float(), cache=False)
+    assert compiled.abi["transient_storage"] is False
+    assert "a loop carries tensors" in compiled.report.extra["transient_storage"]
+    assert re.search(r"transient storage +off: a loop carries tensors", str(compiled.report))
+    assert (compiled(x.float()).double() - torch.linalg.det(x)).abs().max() < 1e-4
