@@ -106,7 +106,7 @@ def max_error(got, expected, *, floor: float = 1.0, like=None) -> float:
         like_leaves = _leaves(like)
         if len(like_leaves) != len(expected_leaves):
             return INF
-        dtypes = [_tensor(x).dtype for x in like_leaves]
+        dtypes = [None if x is None else _tensor(x).dtype for x in like_leaves]
     worst = 0.0
     for g, e, d in zip(got_leaves, expected_leaves, dtypes):
         try:

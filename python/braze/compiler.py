@@ -654,7 +654,14 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
 
     float64 = lowered.float64
     try:
-        compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+        try:
+            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+        except CompileError as e:
+            fewer = _without_channels_last(flags, report, e)
+            if fewer is None:
+                raise
+            flags = fewer
+            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
     except CompileError as kept_error:
         if not lowered.float64_inside:
             raise
@@ -711,6 +718,22 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
             report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs,
                                                                    module)
     return module
+
+
+def _without_channels_last(flags: list[str], report, error: Exception) -> list[str] | None:
+    """`flags` without braze's channels-last preprocessing, after IREE failed with it (IREE 3.13's
+    conversion produced invalid IR for the weight gradient of a 320 -> 4 channel convolution's
+    backward: "'linalg.yield' op expected number of yield values (2) ..."), with the report
+    saying so; None where braze did not add it (the failure stands). A speed choice of braze's
+    must never make a compile fail that IREE's defaults compile."""
+    from .backend import CHANNELS_LAST_FLAG
+
+    if CHANNELS_LAST_FLAG not in flags:
+        return None
+    first = str(error).splitlines()[0]
+    report.cpu_codegen = report.cpu_codegen.split("; convolutions channels-last:")[0] + (
+        f"; convolutions left NCHW (IREE failed with channels-last: {first[:200]})")
+    return [f for f in flags if f != CHANNELS_LAST_FLAG]
 
 
 def _iree_flags(lowered: "Lowered", user: list[str]) -> list[str]:

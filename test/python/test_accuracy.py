@@ -62,6 +62,8 @@ def test_shapes_dtypes_and_counts_that_differ_are_infinite_errors():
     assert max_error("text", e) == INF
     assert max_error((e, None), (e.double(), None)) == 0.0  # a None output, as a model may return
     assert max_error((e, e), (e.double(), None)) == INF
+    assert max_error((e, None), (e.double(), None), like=(e, None)) == 0.0  # convolution_backward's grad_bias
+    assert max_error((e, e), (e.double(), None), like=(e, None)) == INF
 
 
 def test_integers_and_bools_must_be_equal():

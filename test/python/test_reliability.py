@@ -498,3 +498,21 @@ def test_loops_that_carry_tensors_compile_without_transient_storage():
     assert "a loop carries tensors" in compiled.report.extra["transient_storage"]
     assert re.search(r"transient storage +off: a loop carries tensors", str(compiled.report))
     assert (compiled(x.float()).double() - torch.linalg.det(x)).abs().max() < 1e-4
+
+
+def test_a_compile_that_fails_with_channels_last_compiles_without_it():
+    """IREE 3.13's channels-last preprocessing produces invalid IR for this convolution backward
+    (the 320 -> 4 channel weight gradient): braze drops its own flag, compiles with IREE's
+    default layout, and says so in the report."""
+    def backward(go, x, w):
+        return tuple(torch.ops.aten.convolution_backward(go, x, w, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                         [True, True, True]))
+
+    args = (torch.randn(1, 4, 64, 64), torch.randn(1, 320, 64, 64), torch.randn(4, 320, 3, 3))
+    compiled = braze.compile(M(backward), *args, pipeline="fusion-cpu-pipeline{direct-pixels=784 channels-last=on}",
+                             cache=False)
+    assert "left NCHW (IREE failed with channels-last" in compiled.report.cpu_codegen
+    fresh = tuple(torch.randn_like(a) for a in args)
+    got, want = compiled(*fresh), backward(*(a.double() for a in fresh))
+    for g, w in zip(got, want):
+        assert (g.double() - w).abs().max() <= 1e-4 * max(1.0, w.abs().max().item())

@@ -430,6 +430,21 @@ def _conv_backward(grad, x, w):
 
 
 add("convolution_backward", "conv", _conv_backward, rand((2, 6, 7, 7), (2, 3, 7, 7), (6, 3, 3, 3)))
+for tag, (g, x, w), kw in (
+        ("2d", ((2, 2, 5, 5), (2, 2, 6, 6), (2, 2, 2, 2)), dict(bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1)),
+        ("2d_static", ((1, 4, 64, 64), (1, 320, 64, 64), (4, 320, 3, 3)),
+         dict(bias=[4], stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1)),
+        ("3d_static", ((1, 4, 16, 16, 16), (1, 32, 16, 16, 16), (4, 32, 3, 1, 3)),
+         dict(bias=[4], stride=[1, 1, 1], padding=[1, 0, 1], dilation=[1, 1, 1], groups=1)),
+        ("2d_padded", ((2, 2, 8, 8), (2, 2, 6, 6), (2, 2, 3, 3)), dict(bias=None, stride=[1, 1], padding=[2, 2], dilation=[1, 1], groups=1)),
+        ("2d_strided", ((1, 2, 4, 4), (1, 2, 8, 8), (2, 2, 3, 3)), dict(bias=[2], stride=[2, 2], padding=[1, 1], dilation=[1, 1], groups=1)),
+        ("2d_dilated", ((1, 2, 6, 6), (1, 4, 8, 8), (2, 4, 3, 3)), dict(bias=[2], stride=[1, 1], padding=[1, 1], dilation=[2, 2], groups=1)),
+        ("2d_strided_padded_dilated_grouped", ((2, 16, 32, 32), (2, 128, 64, 64), (16, 32, 2, 2)),
+         dict(bias=[16], stride=[2, 2], padding=[2, 2], dilation=[4, 4], groups=4))):
+    add(f"convolution_backward_{tag}", "conv",
+        lambda go, x, w, kw=kw: tuple(torch.ops.aten.convolution_backward(
+            go, x, w, kw["bias"], kw["stride"], kw["padding"], kw["dilation"], False, [0] * len(kw["stride"]),
+            kw["groups"], [True, True, kw["bias"] is not None])), rand(g, x, w))
 add("conv_bias_relu_pool", "conv", lambda x, w: F.max_pool2d(F.relu(F.conv2d(x, w, padding=1)), 2),
     rand((2, 3, 8, 8), (5, 3, 3, 3)))
 
