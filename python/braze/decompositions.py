@@ -6,7 +6,8 @@ inference) calls `aten._transformer_encoder_layer_fwd`, one op torch-mlir cannot
 standard ops it is the layer's own math: self-attention (one in-projection, heads, scaled dot
 products, out-projection), two residual layer norms, and the feed-forward block.
 
-`aten.gelu(approximate='tanh')` is written out too: torch-mlir's lowering of it is inexact.
+`aten.gelu(approximate='tanh')` is written out too: torch-mlir's lowering of it is inexact; and
+`aten.log10`, which IREE's CPU runtime library lacks.
 """
 
 from __future__ import annotations
@@ -58,8 +59,16 @@ def gelu(x, approximate: str = "none"):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 
+def log10(x):
+    """log(x) / ln(10): IREE 3.13's CPU code generator emits a call to log10f that its runtime
+    library lacks ("undefined symbol: log10f", torch-mlir's ElementwiseLog10Module), in float32 too."""
+    import torch
+
+    return torch.log(x) * (1.0 / math.log(10.0))
+
+
 def extra_decompositions() -> dict:
     import torch
 
     return {torch.ops.aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
-            torch.ops.aten.gelu.default: gelu}
+            torch.ops.aten.gelu.default: gelu, torch.ops.aten.log10.default: log10}

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_integer_division
+from .fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_integer_division,
+                    fix_narrow_integer_matmul)
 from .signature import Signature, signature_from_export
 
 try:
@@ -242,8 +243,16 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         if keep_sdpa:
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
     with _quiet_torch():
-        exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
+        try:
+            exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
+        except Exception as e:  # torch's decomposition and functionalization raise plain errors
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UnsupportedOpError(
+                f"torch could not decompose and functionalize {_model_name(model)}'s exported program, as "
+                f"braze must before torch-mlir imports it: {type(e).__name__}: {first[:300]}. Replace the op it "
+                "names with standard aten ops (e.g. prims.view_of with a view or clone).") from e
     fix_integer_division(exported.graph_module)
+    fix_narrow_integer_matmul(exported.graph_module)
     fix_empty_tensors(exported.graph_module)
     fix_index_with_none(exported.graph_module)
     drop_same_size_expands(exported.graph_module)
@@ -382,23 +391,28 @@ def _state_tensor(exported, name: str):
 
 
 def _refuse_data_dependent_sizes(exported, model) -> None:
-    """UnsupportedOpError for the first op whose result's size depends on the data (x[mask],
-    nonzero, masked_select: torch.export gives it an unbacked size u0): torch-mlir 20261001's
-    lowering of such a program crashes the process (a segmentation fault, measured on x[:, mask]),
-    and IREE's programs size their results from the inputs' sizes only."""
+    """UnsupportedOpError for x[:, mask]: aten.index.Tensor with a boolean index after a None,
+    whose size depends on the mask's values (torch.export gives it an unbacked size u0).
+    torch-mlir 20261001's lowering of it crashes the process (a segmentation fault); other
+    data-dependent sizes (nonzero, bincount, x[mask], a view sized by .item()) it lowers or
+    refuses with an error of its own, and they go on to it."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     for node in exported.graph.nodes:
-        value = node.meta.get("val")
-        if node.op != "call_function" or not isinstance(value, torch.Tensor) or not free_unbacked_symbols(value):
+        if node.op != "call_function" or node.target != torch.ops.aten.index.Tensor:
+            continue
+        value, indices = node.meta.get("val"), list(node.args[1])
+        masks = [i for i in indices if isinstance(i, torch.fx.Node) and
+                 getattr(i.meta.get("val"), "dtype", None) in (torch.bool, torch.uint8)]
+        if not masks or None not in indices or not isinstance(value, torch.Tensor) or not free_unbacked_symbols(value):
             continue
         op = _aten_name(node.target)
         raise UnsupportedOpError(
             f"{_model_name(model)}: the size of '{op}' (FX node '{node.name}', "
             f"{_last_frame(node.meta.get('stack_trace')) or 'unknown source'}) depends on the values of its "
-            f"input ({list(value.shape)}), as boolean-mask indexing, nonzero and masked_select do; braze compiles "
-            "programs whose sizes follow from the inputs' sizes. Keep the shape fixed (torch.where(mask, x, 0)), "
-            "or compile with partial=True to run that op in eager.", op=op, node=node.name)
+            f"input ({list(value.shape)}): boolean-mask indexing after a full slice (x[:, mask]), which "
+            "torch-mlir cannot lower. Keep the shape fixed (torch.where(mask, x, 0)), index with "
+            "mask.nonzero()[:, 0], or compile with partial=True to run that op in eager.", op=op, node=node.name)
 
 
 def _aten_name(target) -> str:

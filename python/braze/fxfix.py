@@ -1,6 +1,9 @@
 """Rewrites of the exported (decomposed) FX graph for ops torch-mlir lowers wrongly or not at
 all, so that braze compiles them where the raw torch-mlir + IREE toolchain crashes or fails.
 
+    8-bit integer matmul (mm, bmm, mv,       torch-mlir's lowering segfaults (AtenMmInt8Types)
+    dot, addmm, baddbmm)
+      ->  (a.to(int32) @ b.to(int32)).to(int8)  the same values: both wrap around modulo 256
     8-bit integer division and remainder     q = x // 3 on int8/uint8: torch-mlir's lowering
                                              segfaults (by a number) or fails (by a tensor)
       ->  q = (x.to(int32) // 3).to(int8)    the same values: |x // y| <= |x|, |x % y| < |y|
@@ -12,7 +15,8 @@ all, so that braze compiles them where the raw torch-mlir + IREE toolchain crash
       ->  torch.zeros(result shape)          eager's result: empty, or a sum of no terms
                                              (not an empty view that as_strided reads through)
     x[:, idx], x[..., i, j]: aten.index      torch-mlir's FX importer rejects the list
-    with None in its index list              ("Heterogeneous lists are not supported")
+    with None in its index list and a        ("Heterogeneous lists are not supported")
+    constant index tensor
       ->  x.index_select(d, idx.flatten())   one index tensor (reshaped to idx's dims), else
           .view(...)                         the indexed dims permuted first and indexed with
                                              tensors only (permuted back where torch would)
@@ -104,6 +108,33 @@ def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
     return _finish(graph_module, count)
 
 
+_MATMULS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.matmul.default,
+            aten.addmm.default, aten.baddbmm.default}
+
+
+def fix_narrow_integer_matmul(graph_module: torch.fx.GraphModule) -> int:
+    """Rewrite matrix products of 8-bit integers in int32, the result cast back: the same values
+    (eager's int8 product wraps around, and so does the int32 one cast to int8, both modulo 256);
+    returns how many nodes were rewritten."""
+    graph = graph_module.graph
+    mode = _fake_mode(graph)
+    if mode is None:
+        return 0
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _MATMULS:
+            continue
+        result = _val(node)
+        if not isinstance(result, torch.Tensor) or result.dtype not in _NARROW:
+            continue
+        with graph.inserting_before(node):
+            wide = _call(graph, mode, node.target, [_widen(graph, mode, a) for a in node.args], dict(node.kwargs))
+            new = _call(graph, mode, prims.convert_element_type.default, (wide, result.dtype))
+        _replace(graph, node, new)
+        count += 1
+    return _finish(graph_module, count)
+
+
 def _replace(graph, node, new) -> None:
     """`new` takes `node`'s place: its metadata (source location) and every use."""
     new.meta = {**node.meta, "val": new.meta["val"]}
@@ -184,14 +215,18 @@ def fix_index_with_none(graph_module: torch.fx.GraphModule) -> int:
         if node.op != "call_function" or node.target != aten.index.Tensor:
             continue
         x, indices = node.args[0], list(node.args[1])
-        if None not in indices:
-            continue
+        if None not in indices or not any(isinstance(i, torch.Tensor) for i in indices):
+            continue  # the importer takes None beside index tensors the graph computes
         at = [d for d, i in enumerate(indices) if i is not None]
-        tensors = [indices[d] for d in at]
-        values = [_val(t) for t in tensors]
-        if not at or any(not isinstance(v, torch.Tensor) or v.dtype in (torch.bool, torch.uint8) for v in values):
-            continue  # boolean masks keep their (data-dependent) form
         shape = list(_val(x).shape)
+        # a constant index (a tensor in the argument list itself): negative entries count from
+        # the end, as eager's indexing has them and index_select does not
+        tensors = [torch.where(indices[d] < 0, indices[d] + shape[d], indices[d])
+                   if isinstance(indices[d], torch.Tensor) and not indices[d].dtype.is_floating_point
+                   and indices[d].dtype != torch.bool else indices[d] for d in at]
+        values = [_val(t) for t in tensors]
+        if any(not isinstance(v, torch.Tensor) or v.dtype in (torch.bool, torch.uint8) for v in values):
+            continue  # boolean masks keep their (data-dependent) form
         with graph.inserting_before(node):
             if len(at) == 1:
                 d, index = at[0], tensors[0]

@@ -10,7 +10,9 @@ where the raw torch-mlir + IREE toolchain ran them.
     float64        float64 inside a float32 model (accumulation, buffers) and float64 throughout
     empty          views and ops of tensors with no elements (as_strided after an empty slice)
     index          indexing: x[:, idx] (None in aten.index.Tensor's list), gather, scatter, put
-    conv           convolutions 1d/2d/3d with strides, padding, dilation, groups; transposed
+    conv           convolutions 1d/2d/3d with strides, padding, dilation, groups; transposed;
+                   torch-mlir's convolution_backward modules
+    attention      scaled_dot_product_attention with boolean and float masks, causal, written out
     misc           reductions, scans, normalisations and elementwise ops beside them
 
 Each Module builds its inputs from a seed of its own; `reference` says what it is compared
@@ -255,6 +257,12 @@ add("slogdet_dynamic", "linalg", lambda x: tuple(torch.linalg.slogdet(x)), rand(
     dynamic=dims({0: ("b", 1, 16)}), calls=(rand((5, 4, 4)),))
 add("det_times_input", "linalg", lambda x: torch.linalg.det(x)[:, None, None] * x, rand((2, 3, 3)))
 add("bmm", "linalg", torch.bmm, rand((3, 4, 5), (3, 5, 6)))
+add("mm_int8", "linalg", torch.mm,
+    lambda g: (torch.randint(-100, 100, (16, 4), generator=g).to(torch.int8),
+               torch.randint(-100, 100, (4, 16), generator=g).to(torch.int8)), reference="eager")
+add("bmm_uint8", "linalg", torch.bmm,
+    lambda g: (torch.randint(0, 200, (2, 3, 4), generator=g).to(torch.uint8),
+               torch.randint(0, 200, (2, 4, 5), generator=g).to(torch.uint8)), reference="eager")
 add("baddbmm", "linalg", lambda a, b, c: torch.baddbmm(a, b, c, beta=0.5, alpha=2.0), rand((3, 4, 6), (3, 4, 5), (3, 5, 6)))
 add("addmm", "linalg", lambda a, b, c: torch.addmm(a, b, c, beta=0.3), rand((6,), (4, 5), (5, 6)))
 add("einsum_bij_bjk", "linalg", lambda a, b: torch.einsum("bij,bjk->bik", a, b), rand((2, 3, 4), (2, 4, 5)))
@@ -380,6 +388,9 @@ add("index_none_two_apart", "index", lambda x, i, j: x[:, i, :, j],
 add("index_bool_mask", "index", lambda x, m: x[:, m] * 2,
     lambda g: (torch.rand(3, 4, generator=g), torch.tensor([True, False, True, True])),
     unsupported="the size of 'aten.index' .* depends on the values of its input")
+add("index_none_negative_arg", "index", lambda x, i: torch.ops.aten.index(x, (None, None, i)),
+    lambda g: (torch.rand(1, 2, 3, 2, generator=g), torch.randint(-2, 0, (1,), generator=g)))
+add("index_none_negative_constant", "index", lambda x: x[:, torch.tensor([-1, 0, -3])] * 2, rand((2, 4, 3)))
 add("index_ellipsis", "index", lambda x: x[..., _IDX], rand((2, 2, 5)))
 add("index_first", "index", lambda x, i: x[i], with_ints(rand((6, 3)), ((5,), 6)))
 add("index_two_tensors", "index", lambda x, i, j: x[i, j], with_ints(rand((4, 5)), ((3,), 4), ((3,), 5)))
@@ -448,6 +459,18 @@ for tag, (g, x, w), kw in (
 add("conv_bias_relu_pool", "conv", lambda x, w: F.max_pool2d(F.relu(F.conv2d(x, w, padding=1)), 2),
     rand((2, 3, 8, 8), (5, 3, 3, 3)))
 
+# -- attention --------------------------------------------------------------------------------
+
+add("sdpa_bool_mask", "attention", lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+    lambda g: (*rand((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))(g), torch.rand(5, 7, generator=g) > 0.3))
+add("sdpa_float_mask", "attention", lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+    rand((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8), (2, 1, 5, 7)))
+add("sdpa_causal_scale", "attention",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3), rand((1, 2, 6, 4), (1, 2, 6, 4), (1, 2, 6, 4)))
+add("attention_written_out_masked", "attention",
+    lambda q, k, v, m: torch.softmax((q @ k.transpose(-1, -2)) / 8 ** 0.5 + m.masked_fill(m > 0.5, float("-inf")), -1) @ v,
+    rand((2, 5, 8), (2, 6, 8), (2, 6, 8), (5, 6)))
+
 # -- beside them: reductions, scans, normalisation, elementwise ---------------------------------
 
 for name, fn, shapes, ref in (
@@ -496,14 +519,16 @@ for name, fn, shapes, ref in (
         ("pad_replicate", lambda x: F.pad(x, (2, 1), mode="replicate"), ((2, 3, 4),), "float64"),
         ("stack_chunk", lambda x: torch.stack(torch.chunk(x, 3, 1), 0).sum(0), ((4, 9),), "float64"),
         ("split_sizes", lambda x: tuple(t * i for i, t in enumerate(torch.split(x, [1, 3, 2], 1))), ((3, 6),), "float64"),
+        ("log10", lambda x: torch.log10(x.abs() + 0.01), ((4, 5),), "float64"),
         ("int_arith", lambda x: (x * 3 + 7) // 2 - x % 3, ((4, 5),), "eager"),
+        ("log10_int", lambda x: torch.log10(x.abs() + 1), ((4, 5),), "eager"),
         ("bitwise", lambda x: (x & 6) | (x ^ 3), ((4, 5),), "eager"),
         ("int_to_float_mean", lambda x: x.float().mean(), ((4, 5),), "eager"),
 ):
     unsupported = {"atan2_hypot": "torch-mlir cannot lower 'aten.hypot'",
                    "erf_erfinv": "torch-mlir cannot lower 'aten.erfinv'",
                    "bitwise": "torch-mlir cannot lower 'aten.bitwise_xor.Scalar'"}.get(name, "")
-    if name in ("int_arith", "bitwise", "int_to_float_mean"):
+    if name in ("int_arith", "bitwise", "int_to_float_mean", "log10_int"):
         add(name, "misc", fn, lambda g, s=shapes: tuple(torch.randint(-20, 20, sh, generator=g) for sh in s),
             reference=ref, unsupported=unsupported)
     else:

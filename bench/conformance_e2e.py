@@ -1,0 +1,260 @@
+"""Run torch-mlir's e2e conformance suite (~1,800 small modules) through braze.compile on this
+machine's CPU, and count what passes (issue 39's goal: at least 1,760).
+
+    git -C TORCH_MLIR archive HEAD projects/pt1/python/torch_mlir_e2e_test | tar -x -C /tmp/e2e
+    python bench/conformance_e2e.py --suite /tmp/e2e/projects/pt1/python --jobs 2 -o results.jsonl
+    python bench/conformance_e2e.py --summary results.jsonl
+
+Each test's module is called as its own test function calls it (the first call's inputs), in
+eager for the golden result and then compiled by braze (`--unfused`: fusion=False) and called
+on the same inputs; it passes as torch-mlir's own harness passes a result: the same structure,
+dtypes and shapes, and torch.allclose(rtol=1e-3, atol=1e-7, equal_nan=True). Tests run in worker
+processes (a crash or a hang costs its test, not the run: a worker that dies or stalls past
+--timeout is replaced). Outcomes: pass, mismatch, braze:<ErrorClass> (a BrazeError: braze
+refused it with its own error), raw:<Exception> (anything else: a defect of braze's),
+crash, timeout, eager-fails (the module fails in eager PyTorch here; not counted).
+
+Needs the suite's sources (torch-mlir's repository), not a torch-mlir build: the modules of the
+`multiprocess` package and `torch_mlir._version` it imports are stood in for, and torchvision
+where it is not installed (its vision-model tests then fail in eager and are not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def _stand_ins() -> None:
+    import multiprocessing
+    import types
+
+    import torch
+    from packaging import version
+
+    sys.modules.setdefault("multiprocess", multiprocessing)
+    fake = types.ModuleType("torch_mlir._version")
+    fake.version = version
+    fake.torch_version_for_comparison = lambda: version.parse(torch.__version__.split("+")[0])
+    sys.modules["torch_mlir._version"] = fake
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:  # its few vision-model tests then fail in eager (not counted)
+        vision = types.ModuleType("torchvision")
+        vision.__path__ = []
+        for part in ("models", "ops", "transforms"):
+            setattr(vision, part, types.ModuleType(f"torchvision.{part}"))
+            sys.modules[f"torchvision.{part}"] = getattr(vision, part)
+        sys.modules["torchvision"] = vision
+
+
+def _tests(suite: str):
+    sys.path.insert(0, suite)
+    _stand_ins()
+    from torch_mlir_e2e_test.registry import GLOBAL_TEST_REGISTRY
+    from torch_mlir_e2e_test.test_suite import register_all_tests
+
+    register_all_tests()
+    return GLOBAL_TEST_REGISTRY
+
+
+def _same(got, golden) -> str:
+    """'' where `got` passes as torch-mlir's harness passes a result, else why not."""
+    import torch
+
+    if isinstance(golden, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(golden):
+            return f"structure: {type(got).__name__} vs {type(golden).__name__} of {len(golden)}"
+        for g, e in zip(got, golden):
+            why = _same(g, e)
+            if why:
+                return why
+        return ""
+    if isinstance(golden, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"a {type(got).__name__} for a tensor"
+        if got.dtype != golden.dtype or got.shape != golden.shape:
+            return f"{got.dtype}{list(got.shape)} for {golden.dtype}{list(golden.shape)}"
+        if golden.dtype.is_floating_point or golden.dtype.is_complex:
+            ok = torch.allclose(got.cpu(), golden, rtol=1e-3, atol=1e-7, equal_nan=True)
+        else:
+            ok = torch.equal(got.cpu(), golden)
+        if ok:
+            return ""
+        if golden.numel() and not golden.dtype.is_complex:
+            return f"values (max |diff| {float((got.cpu().double() - golden.double()).abs().max()):.3g})"
+        return "values"
+    if golden is None:
+        return "" if got is None else f"{got!r} for None"
+    if isinstance(golden, (int, float, bool)):
+        try:
+            return "" if abs(float(got) - float(golden)) <= 1e-7 + 1e-3 * abs(float(golden)) else f"{got} for {golden}"
+        except (TypeError, ValueError):
+            return f"{got!r} for {golden!r}"
+    return f"an unexpected golden value {type(golden).__name__}"
+
+
+def _run_one(test, fusion: bool) -> dict:
+    import copy
+
+    import torch
+
+    import braze
+
+    class Recorder:
+        def __init__(self, module):
+            self.module, self.calls = module, []
+
+        def __getattr__(self, name):
+            method = getattr(self.module, name)
+
+            def call(*args, **kwargs):
+                self.calls.append((name, copy.deepcopy(args), copy.deepcopy(kwargs)))
+                return method(*args, **kwargs)
+            return call
+
+    from torch_mlir_e2e_test.framework import TestUtils
+
+    try:
+        module = test.program_factory()
+        recorder = Recorder(module)
+        test.program_invoker(recorder, TestUtils())
+        name, args, kwargs = recorder.calls[0]
+        if name != "forward" or kwargs:
+            return {"outcome": "skipped", "why": f"calls {name}() with keyword arguments" if kwargs else f"calls {name}()"}
+        module = test.program_factory()
+        torch.manual_seed(0)
+        with torch.no_grad():
+            golden = module.forward(*copy.deepcopy(args))
+    except Exception as e:  # noqa: BLE001 - the suite's own module failing in eager here
+        return {"outcome": "eager-fails", "why": f"{type(e).__name__}: {str(e)[:200]}"}
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = braze.compile(test.program_factory(), *copy.deepcopy(args), fusion=fusion, cache=False)
+            torch.manual_seed(0)
+            got = compiled(*copy.deepcopy(args))
+    except braze.BrazeError as e:
+        return {"outcome": f"braze:{type(e).__name__}", "why": str(e).splitlines()[0][:400] if str(e) else ""}
+    except Exception as e:  # noqa: BLE001 - a raw exception reaching the user is the finding
+        return {"outcome": f"raw:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
+    why = _same(got, golden)
+    return {"outcome": "mismatch" if why else "pass", "why": why}
+
+
+def _worker(suite: str, names: list[str], fusion: bool, out: str) -> None:
+    by_name = {t.unique_name: t for t in _tests(suite)}
+    with open(out, "a") as f:
+        for name in names:
+            f.write(json.dumps({"test": name, "event": "start"}) + "\n")
+            f.flush()
+            t0 = time.perf_counter()
+            result = _run_one(by_name[name], fusion)
+            result.update(test=name, event="done", seconds=round(time.perf_counter() - t0, 2))
+            f.write(json.dumps(result) + "\n")
+            f.flush()
+
+
+def _drive(suite: str, names: list[str], fusion: bool, out: str, timeout: float) -> None:
+    """One worker over `names`, replaced after a crash or a stall (that test recorded as such)."""
+    scratch = out + f".{os.getpid()}.{abs(hash(names[0])) if names else 0}.part"
+    todo = list(names)
+    while todo:
+        open(scratch, "w").close()
+        cmd = [sys.executable, __file__, "--worker", "--suite", suite, "--part", scratch] + (["--unfused"] if not fusion else [])
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        proc.stdin.write("\n".join(todo))
+        proc.stdin.close()
+        last_size, last_change = 0, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(1)
+            size = os.path.getsize(scratch)
+            if size != last_size:
+                last_size, last_change = size, time.monotonic()
+            elif time.monotonic() - last_change > timeout:
+                proc.kill()
+                proc.wait()
+                break
+        events = [json.loads(line) for line in open(scratch) if line.strip()]
+        done = [e for e in events if e["event"] == "done"]
+        with open(out, "a") as f:
+            for e in done:
+                f.write(json.dumps(e) + "\n")
+        finished = {e["test"] for e in done}
+        started = [e["test"] for e in events if e["event"] == "start" and e["test"] not in finished]
+        if started:
+            outcome = "timeout" if proc.returncode is not None and proc.returncode < 0 and \
+                time.monotonic() - last_change > timeout else "crash"
+            with open(out, "a") as f:
+                f.write(json.dumps({"test": started[0], "event": "done", "outcome": outcome,
+                                    "why": f"worker exit status {proc.returncode}"}) + "\n")
+            finished.add(started[0])
+        todo = [n for n in todo if n not in finished]
+        if not started and todo and proc.returncode not in (0, None):
+            break  # a worker that fails before any test: do not loop
+    os.remove(scratch)
+
+
+def summary(path: str) -> str:
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    counts = collections.Counter(r["outcome"] for r in rows)
+    ran = sum(n for k, n in counts.items() if k not in ("eager-fails", "skipped"))
+    lines = [f"{path}: {len(rows)} tests, {counts['pass']} pass of {ran} that run in eager here"]
+    for k, n in counts.most_common():
+        lines.append(f"  {n:5d}  {k}")
+    for r in sorted(rows, key=lambda r: (r["outcome"], r["test"])):
+        if r["outcome"] not in ("pass", "eager-fails", "skipped"):
+            lines.append(f"  {r['outcome']:28s} {r['test']}: {r.get('why', '')[:240]}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", help="torch-mlir's projects/pt1/python (holding torch_mlir_e2e_test)")
+    parser.add_argument("--filter", default="", help="only tests whose name contains this")
+    parser.add_argument("--only", help="a file of test names, one a line: run just those")
+    parser.add_argument("--unfused", action="store_true", help="braze.compile(fusion=False)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes at once")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds a test may run")
+    parser.add_argument("-o", "--out", help="JSON lines, one a test (appended)")
+    parser.add_argument("--summary", help="print the summary of a results file and exit")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--part", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.summary:
+        print(summary(args.summary))
+        return
+    if args.worker:
+        _worker(args.suite, [n for n in sys.stdin.read().split("\n") if n], not args.unfused, args.part)
+        return
+    if not args.suite or not args.out:
+        parser.error("--suite and -o are required")
+    names = [t.unique_name for t in _tests(args.suite) if args.filter in t.unique_name]
+    if args.only:
+        wanted = {line.strip() for line in open(args.only) if line.strip()}
+        names = [n for n in names if n in wanted]
+    if os.path.exists(args.out):
+        done = {json.loads(line)["test"] for line in open(args.out) if line.strip()}
+        names = [n for n in names if n not in done]
+    print(f"{len(names)} tests to run", flush=True)
+    import threading
+
+    shares = [names[i::args.jobs] for i in range(args.jobs)]
+    threads = [threading.Thread(target=_drive, args=(args.suite, share, not args.unfused, args.out, args.timeout))
+               for share in shares if share]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(summary(args.out))
+
+
+if __name__ == "__main__":
+    main()
