@@ -254,7 +254,9 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     fix_integer_division(exported.graph_module)
     fix_narrow_integer_matmul(exported.graph_module)
     fix_empty_tensors(exported.graph_module)
-    fix_index_with_none(exported.graph_module)
+    sig = exported.graph_signature
+    fix_index_with_none(exported.graph_module, frozenset(
+        {**sig.inputs_to_lifted_tensor_constants, **sig.inputs_to_buffers, **sig.inputs_to_parameters}))
     drop_same_size_expands(exported.graph_module)
     _refuse_data_dependent_sizes(exported, model)
     state = prepare_state(exported, model)

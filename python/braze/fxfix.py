@@ -203,33 +203,41 @@ def fix_empty_tensors(graph_module: torch.fx.GraphModule) -> int:
     return _finish(graph_module, count, dead_code=True)
 
 
-def fix_index_with_none(graph_module: torch.fx.GraphModule) -> int:
-    """Rewrite aten.index.Tensor whose index list holds None (x[:, idx]) into ops torch-mlir's
-    importer takes (see the module doc); returns how many were rewritten."""
+def fix_index_with_none(graph_module: torch.fx.GraphModule, constants: frozenset = frozenset()) -> int:
+    """Rewrite aten.index.Tensor whose index list holds None beside a constant index tensor
+    (x[:, idx] with idx a tensor of the model's, not an input: `constants` are the names of the
+    placeholders torch-mlir imports as literals) into ops torch-mlir's importer takes (see the
+    module doc); returns how many were rewritten."""
     graph = graph_module.graph
     mode = _fake_mode(graph)
     if mode is None:
         return 0
+
+    def constant(i) -> bool:
+        return isinstance(i, torch.Tensor) or (isinstance(i, torch.fx.Node) and (
+            i.op == "get_attr" or (i.op == "placeholder" and i.name in constants)))
+
     count = 0
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target != aten.index.Tensor:
             continue
         x, indices = node.args[0], list(node.args[1])
-        if None not in indices or not any(isinstance(i, torch.Tensor) for i in indices):
-            continue  # the importer takes None beside index tensors the graph computes
+        if None not in indices or not any(constant(i) for i in indices):
+            continue  # the importer takes None beside index tensors the graph computes or takes
         at = [d for d, i in enumerate(indices) if i is not None]
-        shape = list(_val(x).shape)
-        # a constant index (a tensor in the argument list itself): negative entries count from
-        # the end, as eager's indexing has them and index_select does not
-        tensors = [torch.where(indices[d] < 0, indices[d] + shape[d], indices[d])
-                   if isinstance(indices[d], torch.Tensor) and not indices[d].dtype.is_floating_point
-                   and indices[d].dtype != torch.bool else indices[d] for d in at]
+        tensors = [indices[d] for d in at]
         values = [_val(t) for t in tensors]
         if any(not isinstance(v, torch.Tensor) or v.dtype in (torch.bool, torch.uint8) for v in values):
             continue  # boolean masks keep their (data-dependent) form
+        shape = list(_val(x).shape)
         with graph.inserting_before(node):
             if len(at) == 1:
                 d, index = at[0], tensors[0]
+                # negative entries count from the end, as eager's indexing has them and
+                # index_select does not
+                negative = _call(graph, mode, aten.lt.Scalar, (index, 0))
+                shifted = _call(graph, mode, aten.add.Scalar, (index, shape[d]))
+                index = _call(graph, mode, aten.where.self, (negative, shifted, index))
                 if values[0].dim() != 1:
                     index = _call(graph, mode, aten.reshape.default, (index, [-1]))
                 new = _call(graph, mode, aten.index_select.default, (x, d, index))

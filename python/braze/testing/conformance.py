@@ -390,7 +390,9 @@ add("index_bool_mask", "index", lambda x, m: x[:, m] * 2,
     unsupported="the size of 'aten.index' .* depends on the values of its input")
 add("index_none_negative_arg", "index", lambda x, i: torch.ops.aten.index(x, (None, None, i)),
     lambda g: (torch.rand(1, 2, 3, 2, generator=g), torch.randint(-2, 0, (1,), generator=g)))
-add("index_none_negative_constant", "index", lambda x: x[:, torch.tensor([-1, 0, -3])] * 2, rand((2, 4, 3)))
+_NEGATIVE = torch.tensor([-1, 0, -3])
+add("index_none_negative_constant", "index", lambda x: x[:, _NEGATIVE] * 2, rand((2, 4, 3)))
+add("index_none_negative_made_inside", "index", lambda x: x[:, torch.tensor([-1, 0, -3])] * 2, rand((2, 4, 3)))
 add("index_ellipsis", "index", lambda x: x[..., _IDX], rand((2, 2, 5)))
 add("index_first", "index", lambda x, i: x[i], with_ints(rand((6, 3)), ((5,), 6)))
 add("index_two_tensors", "index", lambda x, i, j: x[i, j], with_ints(rand((4, 5)), ((3,), 4), ((3,), 5)))
