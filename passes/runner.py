@@ -16,22 +16,15 @@ reproducer file, and the error names the pass, the first diagnostic, the file an
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import shlex
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from braze._mlir import ir
 from braze.errors import CompileError, InternalError
+from braze.fileutil import default_reproducer_path, write_reproducer
 
 from .registry import Step, build_pass_manager, collecting_analyses, parse_pipeline, recording_decisions
-
-REPRODUCER_DIR_ENV = "BRAZE_REPRODUCER_DIR"
-"""Where braze.compile writes reproducers (default: the temp directory)."""
-
-_COUNTER = itertools.count(1)
 
 
 @dataclass
@@ -85,17 +78,6 @@ def diagnostic_lines(error: ir.MLIRError, seen: list[str] = ()) -> list[str]:
 
 def replay_command(path: str, replay: str, extra: tuple[str, ...] = ()) -> str:
     return " ".join(shlex.quote(c) for c in ["braze-opt", path, "-p", replay, *extra])
-
-
-def write_reproducer(path: str, ir_text: str, command: str, note: str) -> None:
-    """Write the IR with a header saying what it is and how to replay it (an OSError propagates)."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"// braze reproducer: {note}.\n// Replay: {command}\n{ir_text}")
-
-
-def default_reproducer_path() -> str:
-    root = os.environ.get(REPRODUCER_DIR_ENV) or tempfile.gettempdir()
-    return os.path.join(root, f"braze-reproducer-{os.getpid()}-{next(_COUNTER)}.mlir")
 
 
 def run_pipeline(module: ir.Module | ir.Operation, pipeline: str, *, verify: bool = True,

@@ -43,17 +43,16 @@ def _invalid_ir(what: str, problem: str, error: Exception, text: str | None) -> 
     """InternalError for IR braze hands IREE that IREE's parser or verifier rejects, with the IR
     written where the pass runner writes its reproducers (BRAZE_REPRODUCER_DIR, else the temp dir)."""
     from .errors import InternalError
+    from .fileutil import default_reproducer_path, write_reproducer
 
     first = str(error).strip().splitlines()
     where = ""
     if text is not None:
-        root = os.environ.get("BRAZE_REPRODUCER_DIR") or tempfile.gettempdir()
-        path = os.path.join(root, f"braze-iree-input-{os.getpid()}-{id(error)}.mlir")
+        path = default_reproducer_path("braze-iree-input")
+        command = f"iree-compile {path} -o /dev/null"
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(f"// braze reproducer: the module braze handed IREE's compiler, which rejected it.\n"
-                        f"// Replay: iree-compile {path} -o /dev/null\n{text}")
-            where = f" The module: {path}; replay with: iree-compile {path} -o /dev/null."
+            write_reproducer(path, text, command, "the module braze handed IREE's compiler, which rejected it")
+            where = f" The module: {path}; replay with: {command}."
         except OSError as e:
             where = f" (no reproducer: cannot write {path}: {e.strerror or e})"
     return InternalError(f"{problem} for {what}: {' '.join(first[:3])[:600]}. This is a bug in braze, not in "

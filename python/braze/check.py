@@ -149,7 +149,7 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
 
 def _reproduce(result: CheckResult, model, inputs, kwargs, pipeline: str, decision: int | None) -> CheckResult:
     """Write the imported IR and the braze-opt commands with and without the decision."""
-    from braze.passes.runner import default_reproducer_path
+    from braze.fileutil import default_reproducer_path
 
     from .frontend import import_model
 

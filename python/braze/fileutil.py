@@ -9,10 +9,28 @@ so two writers never both "create" it; `os.replace` when overwriting is allowed)
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import tempfile
 from pathlib import Path
+
+REPRODUCER_DIR_ENV = "BRAZE_REPRODUCER_DIR"
+"""Where braze.compile writes reproducers (default: the temp directory)."""
+
+_COUNTER = itertools.count(1)
+
+
+def default_reproducer_path(prefix: str = "braze-reproducer") -> str:
+    """A fresh path for a reproducer: <prefix>-<pid>-<n>.mlir in BRAZE_REPRODUCER_DIR or the temp dir."""
+    root = os.environ.get(REPRODUCER_DIR_ENV) or tempfile.gettempdir()
+    return os.path.join(root, f"{prefix}-{os.getpid()}-{next(_COUNTER)}.mlir")
+
+
+def write_reproducer(path: str, ir_text: str, command: str, note: str) -> None:
+    """Write the IR with a header saying what it is and how to replay it (an OSError propagates)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"// braze reproducer: {note}.\n// Replay: {command}\n{ir_text}")
 
 
 def _umask() -> int:

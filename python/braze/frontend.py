@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_integer_division,
-                    fix_narrow_integer_matmul)
+from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers
 from .signature import Signature, signature_from_export
 
 try:
@@ -251,8 +250,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
                 f"torch could not decompose and functionalize {_model_name(model)}'s exported program, as "
                 f"braze must before torch-mlir imports it: {type(e).__name__}: {first[:300]}. Replace the op it "
                 "names with standard aten ops (e.g. prims.view_of with a view or clone).") from e
-    fix_integer_division(exported.graph_module)
-    fix_narrow_integer_matmul(exported.graph_module)
+    fix_narrow_integers(exported.graph_module)
     fix_empty_tensors(exported.graph_module)
     sig = exported.graph_signature
     fix_index_with_none(exported.graph_module, frozenset(
@@ -418,7 +416,8 @@ def _refuse_data_dependent_sizes(exported, model) -> None:
 
 
 def _aten_name(target) -> str:
-    """'aten.index.Tensor' -> 'aten.index', as braze's errors name aten ops."""
+    """An FX node's target as braze's errors name aten ops: torch.ops.aten.index.Tensor ->
+    'aten.index' (braze.partition's fallbacks too)."""
     name = getattr(target, "name", None)
     text = (name() if callable(name) else str(target)).replace("::", ".")
     if "aten." in text:

@@ -40,6 +40,10 @@ prims = torch.ops.prims
 _NARROW = (torch.int8, torch.uint8)
 _DIVISIONS = {aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default, aten.remainder.Scalar,
               aten.remainder.Tensor, aten.remainder.Scalar_Tensor}
+_MATMULS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.matmul.default,
+            aten.addmm.default, aten.baddbmm.default}
+_IN_INT32 = _DIVISIONS | _MATMULS
+"""Ops torch-mlir cannot lower on 8-bit integers, computed in int32 and cast back."""
 _FMODS = {aten.fmod.Scalar, aten.fmod.Tensor}
 
 
@@ -73,23 +77,23 @@ def _widen(graph, mode, arg):
     return arg
 
 
-def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
-    """Rewrite 8-bit integer division/remainder in int32 and integer fmod as a truncating
-    division; returns how many nodes were rewritten."""
+def fix_narrow_integers(graph_module: torch.fx.GraphModule) -> int:
+    """Rewrite 8-bit integer division/remainder and matmuls in int32 and integer fmod as a
+    truncating division; returns how many nodes were rewritten."""
     graph = graph_module.graph
     mode = _fake_mode(graph)
     if mode is None:
         return 0
     count = 0
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in _DIVISIONS | _FMODS:
+        if node.op != "call_function" or node.target not in _IN_INT32 | _FMODS:
             continue
         result = _val(node)
         if not isinstance(result, torch.Tensor) or result.dtype.is_floating_point or result.dtype.is_complex \
                 or result.dtype == torch.bool:
             continue
         narrow = result.dtype in _NARROW
-        if node.target in _DIVISIONS and not narrow:
+        if node.target in _IN_INT32 and not narrow:
             continue
         with graph.inserting_before(node):
             args = [_widen(graph, mode, a) for a in node.args] if narrow else list(node.args)
@@ -103,33 +107,6 @@ def fix_integer_division(graph_module: torch.fx.GraphModule) -> int:
                 new = _call(graph, mode, node.target, args, dict(node.kwargs))
             if _val(new).dtype != result.dtype:
                 new = _call(graph, mode, prims.convert_element_type.default, (new, result.dtype))
-        _replace(graph, node, new)
-        count += 1
-    return _finish(graph_module, count)
-
-
-_MATMULS = {aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.matmul.default,
-            aten.addmm.default, aten.baddbmm.default}
-
-
-def fix_narrow_integer_matmul(graph_module: torch.fx.GraphModule) -> int:
-    """Rewrite matrix products of 8-bit integers in int32, the result cast back: the same values
-    (eager's int8 product wraps around, and so does the int32 one cast to int8, both modulo 256);
-    returns how many nodes were rewritten."""
-    graph = graph_module.graph
-    mode = _fake_mode(graph)
-    if mode is None:
-        return 0
-    count = 0
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in _MATMULS:
-            continue
-        result = _val(node)
-        if not isinstance(result, torch.Tensor) or result.dtype not in _NARROW:
-            continue
-        with graph.inserting_before(node):
-            wide = _call(graph, mode, node.target, [_widen(graph, mode, a) for a in node.args], dict(node.kwargs))
-            new = _call(graph, mode, prims.convert_element_type.default, (wide, result.dtype))
         _replace(graph, node, new)
         count += 1
     return _finish(graph_module, count)

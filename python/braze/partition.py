@@ -66,19 +66,6 @@ class PartialModule:
         return f"<braze.PartialModule {self.report.model}: {len(self.pieces)} pieces, {len(self.report.fallbacks)} eager ops>"
 
 
-def _op_name(target) -> str:
-    name = getattr(target, "name", None)
-    text = name() if callable(name) else str(target)
-    text = text.replace("::", ".")
-    return "aten." + text.split("aten.", 1)[1] if "aten." in text else text
-
-
-def _short(op: str) -> str:
-    """'aten.erfinv.default' -> 'aten.erfinv' (the name braze's errors use)."""
-    parts = op.split(".")
-    return ".".join(parts[:2]) if op.startswith("aten.") and len(parts) > 2 else op
-
-
 class _Recorder:
     """Runs the split graph once in eager, recording each piece's inputs (its example inputs)."""
 
@@ -151,10 +138,12 @@ def _culprits(error, piece: list[str], gm, eager, braze_compile, example_inputs,
     """The nodes of a failing piece (names, in gm's order) to run in eager, and how they were
     found: every node of the aten op the error names; the FX node it names; else the shortest
     failing prefix of the piece, by bisection (its last node is one that the compile cannot take)."""
+    from .frontend import _aten_name
+
     order = [n.name for n in gm.graph.nodes if n.name in set(piece)]
     op = getattr(error, "op", None)
     if op:
-        named = {n.name for n in gm.graph.nodes if n.op == "call_function" and _short(_op_name(n.target)) == op}
+        named = {n.name for n in gm.graph.nodes if n.op == "call_function" and _aten_name(n.target) == op}
         if named & set(order):
             return named - eager, "the error names the op"
     node = getattr(error, "node", None)
@@ -199,7 +188,7 @@ def compile_partial(braze_compile, model, example_inputs: tuple, example_kwargs:
     """braze_compile(model, ...) (braze.compile) if it compiles whole, else a PartialModule (see
     the module doc)."""
     from .decompositions import extra_decompositions
-    from .frontend import _last_frame, _quiet_torch, export, fx_importer
+    from .frontend import _aten_name, _last_frame, _quiet_torch, export, fx_importer
 
     try:
         return braze_compile(model, *example_inputs, example_kwargs=example_kwargs, **options)
@@ -229,7 +218,7 @@ def compile_partial(braze_compile, model, example_inputs: tuple, example_kwargs:
         for piece_name, compiled in pieces:
             setattr(split, piece_name, _piece(compiled))
         report = PartialReport(name, [c.report for _, c in pieces], [
-            {"op": _short(_op_name(n.target)), "node": n.name,
+            {"op": _aten_name(n.target), "node": n.name,
              "source": _last_frame(n.meta.get("stack_trace")) or "unknown source", "why": eager[n.name]}
             for n in gm.graph.nodes if n.name in eager])
         warnings.warn(BrazeWarning(

@@ -28,6 +28,7 @@ Needs only torch: bench scripts on a GPU host import it too.
 
 from __future__ import annotations
 
+import copy
 import zlib
 from dataclasses import dataclass, field
 from typing import Callable
@@ -565,8 +566,6 @@ def check(module: Module, compile_fn, **options) -> list[str]:
             eager = model(*eager_args)
             if module.reference == "float64":
                 wide_args = wide(_clones(args))
-                import copy
-
                 expected = reference(eager, copy.deepcopy(model).double()(*wide_args))
                 expected_args = reference(eager_args, wide_args)
                 limit = 10 * max_error(eager, expected) + 1e-5
