@@ -2,7 +2,8 @@
 `braze-opt -p fusion-cuda-pipeline{target=sm_90}` replays exactly what a compile ran.
 
     fusion-default-pipeline     group elementwise chains and lower each group to one generic
-    fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only
+    fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only (and float64 math
+                                written out, for the CPU and Vulkan)
     fusion-cpu-pipeline         braze.compile(device="cpu"): also convolutions as matmuls, erf
                                 as one rational function, and IREE's data tiling for
                                 contractions with a constant operand
@@ -36,8 +37,11 @@ class BaselinePipeline(PassPipeline):
     name = "fusion-baseline-pipeline"
     summary = "What braze.compile(fusion=False) runs: cleanup only, no fusion"
 
+    f64_math: str = option("keep", "float64 sin, cos, atan2 & co: keep (CUDA: libdevice has them) or expand "
+                                   "(fusion-expand-f64-math, for the CPU and Vulkan)", check=one_of("keep", "expand"))
+
     def expand(self) -> str:
-        return "canonicalize,cse"
+        return ("fusion-expand-f64-math," if self.f64_math == "expand" else "") + "canonicalize,cse"
 
 
 @register
@@ -66,7 +70,7 @@ class CpuPipeline(PassPipeline):
         direct = f" direct-pixels={self.direct_pixels}" if self.direct_pixels else ""
         conv = f"fusion-conv-to-matmul{{grouped=true{direct}}}," if self.conv == "im2col" else ""
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
-        return (f"{conv}fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} "
+        return (f"{conv}fusion-expand-f64-math,fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} "
                 f"reassociate={self.reassociate} channels-last={self.channels_last}}}")
 
 
@@ -83,7 +87,7 @@ class VulkanPipeline(PassPipeline):
 
     def expand(self) -> str:
         conv = "fusion-conv-to-matmul," if self.conv == "im2col" else ""
-        return f"{conv}fusion-default-pipeline"
+        return f"{conv}fusion-expand-f64-math,fusion-default-pipeline"
 
 
 @register

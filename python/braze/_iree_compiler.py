@@ -33,8 +33,9 @@ def _failure_message(what: str, diagnostics: list[str], native: str) -> str:
     hint = ""
     if linker:
         symbol = linker[0].rsplit(":", 1)[-1].strip()
-        hint = (f" (IREE's CPU code generator has no '{symbol}' for this dtype: float64 math functions such "
-                "as sin/cos/tanh are missing from its runtime library; compute them in float32)")
+        hint = (f" (IREE's CPU code generator has no '{symbol}' for this dtype: some float64 math functions, "
+                "such as fmod, are missing from its runtime library (braze writes out sin, cos, tan, atan, "
+                "atan2, asin, acos, tanh, log2 and erf itself); compute this one in float32)")
     rest = [d for d in diagnostics if d != first][:5]
     return f"IREE failed to compile {what}: {first}{hint}" + "".join(f"\n  {d}" for d in rest)
 

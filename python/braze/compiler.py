@@ -443,7 +443,7 @@ def device_pipeline(target: Target, fusion: bool = True, precision: str | None =
     from braze.passes import pipelines
 
     if not fusion:
-        return pipelines.BaselinePipeline().pipeline_text()
+        return pipelines.BaselinePipeline(f64_math="keep" if target.device == "cuda" else "expand").pipeline_text()
     _check_precision(precision)
     return pipelines.for_device(target.device, target.arch, str(tuning.default_path()),
                                 precision).pipeline_text(("target",))

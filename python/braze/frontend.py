@@ -17,8 +17,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DependencyError, ExportError, UnsupportedOpError
-from .fxfix import drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers
+from .errors import DependencyError, ExportError, InternalError, UnsupportedOpError
+from .fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
+                    replace_prims_views)
 from .signature import Signature, signature_from_export
 
 try:
@@ -31,6 +32,7 @@ except ImportError as e:  # pragma: no cover
 from braze.dialects.fusion import new_context
 
 from ._mlir import fx_importer, ir, passmanager
+from .irutil import all_ops
 
 BACKEND_LEGAL = ("aten.adaptive_max_pool1d", "aten.adaptive_max_pool2d")
 """Ops torch-mlir's torch-to-backend pipeline must not decompose: its decomposition of adaptive
@@ -227,8 +229,9 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         exported = export(model, args, kwargs, dynamic_shapes)
     FxImporter, torch_dialect, table = fx_importer()
     from .decompositions import extra_decompositions
+    from .float64_math import constant_decompositions
 
-    table = {**table, **extra_decompositions()}
+    table = {**table, **extra_decompositions(), **constant_decompositions()}
     found = {}
     keep_sdpa = False
     if attention:
@@ -241,6 +244,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         found["fused"] = len(calls) if keep_sdpa else 0
         if keep_sdpa:
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
+    replace_prims_views(exported.graph_module)
     with _quiet_torch():
         try:
             exported = exported.run_decompositions(table)  # also functionalizes: mutations become outputs
@@ -279,6 +283,8 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
             raise _AttentionNotLowered() from e
         raise
     _drop_baked_arguments(module, context, model)
+    _keep_nan_in_clamps(module, context)
+    _check_result_types(module, context, signature, exported, model)
     times["import"] = time.perf_counter() - t0
     return ImportedModule(module, context, signature, exported, times, found)
 
@@ -474,6 +480,59 @@ def _drop_baked_arguments(module, context, model) -> None:
         if "arg_attrs" in main.attributes:
             attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
             main.attributes["arg_attrs"] = ir.ArrayAttr.get([a for i, a in enumerate(attrs) if i not in drop])
+
+
+_ORDERED = {9: 2, 10: 3, 11: 4, 12: 5}
+"""arith.cmpf predicates: ugt, uge, ult, ule -> ogt, oge, olt, ole."""
+
+
+def _keep_nan_in_clamps(module, context) -> int:
+    """torch-mlir 20261001 lowers a float clamp's bound (clamp, clamp_min/max, hardtanh, relu6,
+    hardsigmoid) as `select(cmpf ult x, lo), lo, x)`: `ult` is true for NaN, so NaN became the
+    bound (clamp(nan, -0.5, 0.5) gave -0.5, eager NaN). The ordered predicate keeps x, NaN
+    included, and is the same comparison for every other value. Only that shape is rewritten: a
+    select of the compared bound, else the compared value, whose compare has no other user."""
+    count = 0
+    with context:
+        for select in all_ops(module.operation, "arith.select"):
+            cond, chosen, other = select.operands
+            cmp = cond.owner if isinstance(cond, ir.OpResult) else None
+            if cmp is None or cmp.name != "arith.cmpf" or len(list(cond.uses)) != 1:
+                continue
+            predicate = ir.IntegerAttr(cmp.attributes["predicate"])
+            if predicate.value not in _ORDERED or cmp.operands[0] != other or cmp.operands[1] != chosen:
+                continue
+            cmp.attributes["predicate"] = ir.IntegerAttr.get(predicate.type, _ORDERED[predicate.value])
+            count += 1
+    return count
+
+
+_ELEMENT_TYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
+                  "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "i8", "bool": "i1",
+                  "complex64": "complex<f32>", "complex128": "complex<f64>"}
+
+
+def _check_result_types(module, context, signature, exported, model) -> None:
+    """Each result of the lowered `main` must have the element type torch computes for that
+    output: a lowering that returns another dtype (torch-mlir's threshold_backward kept an int64
+    gradient's dtype where eager promotes to float32) would hand the user a wrong result."""
+    with context:
+        main = next(op for op in module.body.operations if op.operation.name == "func.func"
+                    and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main").operation
+        results = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
+        if len(results) != len(signature.outputs):
+            return  # outputs braze returns without computing them: nothing to pair
+        for i, (result, spec) in enumerate(zip(results, signature.outputs)):
+            got = str(ir.RankedTensorType(result).element_type) if isinstance(result, ir.RankedTensorType) else str(result)
+            want = _ELEMENT_TYPES.get(spec.dtype)
+            if want is not None and got != want:
+                out = exported.graph.find_nodes(op="output")[0].args[0]
+                node = out[i] if i < len(out) and isinstance(out[i], torch.fx.Node) else None
+                where = f" (computed by {_aten_name(node.target)}, FX node '{node.name}')" if node is not None else ""
+                raise InternalError(
+                    f"{_model_name(model)}: output {i}{where} lowers to element type {got}, but torch computes "
+                    f"{spec.dtype}; braze refuses to return a result of the wrong dtype. This is a bug in braze "
+                    "(its torch-mlir lowering), not in the model: please report it with the model.")
 
 
 _ILLEGAL = re.compile(r"failed to legalize operation '([^']+)'")

@@ -112,6 +112,35 @@ def fix_narrow_integers(graph_module: torch.fx.GraphModule) -> int:
     return _finish(graph_module, count)
 
 
+def replace_prims_views(graph_module: torch.fx.GraphModule) -> int:
+    """prims.view_of, prims.squeeze and prims.split_dim as the aten views they are (alias,
+    squeeze.dims, unflatten): torch's functionalization refuses a non-aten op whose output
+    aliases its input ("Found a custom (non-ATen) operator whose output has alias
+    annotations"), so a model that calls them (torch-mlir's PrimsViewOfModule, SplitDimModule)
+    could not be decomposed. Runs before the decompositions."""
+    graph = graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target == prims.view_of.default:
+            target, args = aten.alias.default, node.args[:1]
+        elif node.target == prims.squeeze.default:
+            target, args = aten.squeeze.dims, (node.args[0], list(node.args[1]))
+        elif node.target == prims.split_dim.default:
+            x, dim, outer = node.args
+            target, args = aten.unflatten.int, (x, dim, [outer, -1])
+        else:
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(target, args)
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        count += 1
+    return _finish(graph_module, count)
+
+
 def _replace(graph, node, new) -> None:
     """`new` takes `node`'s place: its metadata (source location) and every use."""
     new.meta = {**node.meta, "val": new.meta["val"]}

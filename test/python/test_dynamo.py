@@ -195,13 +195,14 @@ class DiagonalWrite(torch.nn.Module):
         return torch.tanh(z).sum(0) + y.mean()
 
 
-class Float64Sine(torch.nn.Module):
-    """IREE 3.13's CPU code generator has no float64 sin ("undefined symbol: sin"): a
-    CompileError from IREE, whose message names no node; the piece is bisected."""
+class Float64Remainder(torch.nn.Module):
+    """IREE 3.13's CPU runtime has no float64 fmod ("undefined symbol: fmod"), which float64
+    remainder lowers to: a CompileError from IREE, whose message names no node; the piece is
+    bisected."""
 
     def forward(self, x):
         y = x * 2 + 1
-        return torch.sin(y) * 3 + y
+        return torch.remainder(y, 1.5) * 3 + y
 
 
 def _float64_reference(model, *args):
@@ -218,8 +219,8 @@ def test_partial_falls_back_at_the_failing_op_found_by_bisection(case):
         model, args, op, whole_error = DiagonalWrite().eval(), (torch.randn(5, 5), torch.randn(4)), \
             "aten.diagonal_scatter", braze.UnsupportedOpError
     else:
-        model, args, op, whole_error = Float64Sine().eval(), (torch.randn(6, dtype=torch.float64),), \
-            "aten.sin", braze.CompileError
+        model, args, op, whole_error = Float64Remainder().eval(), (torch.randn(6, dtype=torch.float64),), \
+            "aten.remainder", braze.CompileError
     with pytest.raises(whole_error):
         braze.compile(model, *args, cache=False)
     with pytest.warns(braze.BrazeWarning, match="1 op\\(s\\) in eager"):
@@ -234,13 +235,13 @@ def test_partial_falls_back_at_the_failing_op_found_by_bisection(case):
 
 def test_under_torch_compile_an_iree_failure_falls_back_at_the_op():
     """Was: the whole graph in eager ("braze could not compile it (CompileError ...)")."""
-    model, x = Float64Sine().eval(), torch.randn(6, dtype=torch.float64)
+    model, x = Float64Remainder().eval(), torch.randn(6, dtype=torch.float64)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = torch.compile(model, backend="braze")(x)
     torch.testing.assert_close(got, model(x))
     (graph,) = [g for g in braze.dynamo.graphs() if g.report is not None and getattr(g.report, "fallbacks", None)]
-    assert [f["op"] for f in graph.report.fallbacks] == ["aten.sin"] and graph.compiled
+    assert [f["op"] for f in graph.report.fallbacks] == ["aten.remainder"] and graph.compiled
 
 
 class MaskRows(torch.nn.Module):

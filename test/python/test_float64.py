@@ -112,18 +112,33 @@ def test_a_layernorm_s_statistics_stay_demoted_as_eager_accumulates_them():
 
 
 def test_float64_math_the_cpu_cannot_compile_inside_a_float32_model_is_demoted_aloud():
-    """IREE's CPU code generator has no float64 erf: kept, the compile failed; braze compiles it
-    with IREE's demotion and says so, naming the op."""
+    """IREE's CPU runtime has no float64 fmod (remainder's lowering): kept, the compile failed;
+    braze compiles it with IREE's demotion and says so, naming the op. (erf, the example here
+    before, is now written out in float64 by fusion-expand-f64-math and stays float64.)"""
+
+    class Remainder(torch.nn.Module):
+        def forward(self, x):
+            return torch.remainder(x.double() * 3, 1.25).float()
+
+    x = torch.randn(8, 64)
+    with pytest.warns(braze.BrazeWarning, match=r"float64 work .*remainder.*demote that float64 to float32"):
+        compiled = braze.compile(Remainder().eval(), x, cache=False)
+    assert compiled.report.extra["float64"].startswith("demoted to float32: IREE could not compile it kept")
+    torch.testing.assert_close(compiled(x), Remainder()(x), rtol=1e-5, atol=1e-5)
+
+
+def test_float64_erf_inside_a_float32_model_stays_float64():
+    """Was demoted (no f64 erf on IREE's CPU); fusion-expand-f64-math computes it in float64."""
 
     class Erf(torch.nn.Module):
         def forward(self, x):
-            return torch.erf(x.double()).float()
+            return (torch.erf(x.double()) * 1e6 - torch.erf(x.double() + 1e-9) * 1e6).float()
 
     x = torch.randn(8, 64)
-    with pytest.warns(braze.BrazeWarning, match=r"float64 work .*erf.*demote that float64 to float32"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", braze.BrazeWarning)
         compiled = braze.compile(Erf().eval(), x, cache=False)
-    assert compiled.report.extra["float64"].startswith("demoted to float32: IREE could not compile it kept")
-    torch.testing.assert_close(compiled(x), torch.erf(x), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(compiled(x), Erf()(x), rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.parametrize("device, target", [("cuda", "sm_90"), ("vulkan", "ampere")])

@@ -451,8 +451,10 @@ def test_a_check_that_always_fails_is_a_compile_error(monkeypatch):
 
 
 def test_float64_math_the_cpu_cannot_compile_names_the_function():
-    with pytest.raises(braze.CompileError, match="undefined symbol: sin"):
-        braze.compile(M(lambda x: torch.sin(x)), torch.randn(4, dtype=torch.float64))
+    """IREE's CPU runtime has no float64 fmod (remainder's lowering); braze writes out sin & co
+    (fusion-expand-f64-math), not this one."""
+    with pytest.raises(braze.CompileError, match="undefined symbol: fmod"):
+        braze.compile(M(lambda x: torch.remainder(x, 1.5)), torch.randn(4, dtype=torch.float64))
 
 
 def test_non_persistent_buffers_are_constants():
@@ -516,3 +518,28 @@ def test_a_compile_that_fails_with_channels_last_compiles_without_it():
     got, want = compiled(*fresh), backward(*(a.double() for a in fresh))
     for g, w in zip(got, want):
         assert (g.double() - w).abs().max() <= 1e-4 * max(1.0, w.abs().max().item())
+
+
+def test_a_lowering_that_changes_an_outputs_dtype_is_braze_bug_not_a_wrong_answer(monkeypatch):
+    """frontend._check_result_types: the lowered program's result element types must be the
+    dtypes torch computes. Simulated by telling the check torch computes int64 where the model
+    returns float32 (what torch-mlir's threshold_backward did for an int64 gradient and a float32
+    input, before braze decomposed it: braze returned int64, eager float32)."""
+    real = frontend.signature_from_export
+
+    def lying(*args, **kwargs):
+        sig = real(*args, **kwargs)
+        sig.outputs[0] = type(sig.outputs[0])(sig.outputs[0].shape, "int64")
+        return sig
+
+    monkeypatch.setattr(frontend, "signature_from_export", lying)
+    with pytest.raises(braze.InternalError, match=r"output 0 \(computed by aten.mul.*lowers to element type f32, "
+                                                  r"but torch computes int64.*bug in braze"):
+        braze.compile(M(lambda x: x * 2), torch.randn(3), cache=False)
+
+
+def test_threshold_backward_of_an_integer_gradient_is_float_as_in_eager():
+    g, x = torch.randint(0, 20, (4, 5)), torch.rand(4, 5)
+    compiled = braze.compile(M(lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.5)), g, x, cache=False)
+    got, want = compiled(g, x), torch.ops.aten.threshold_backward(g, x, 0.5)
+    assert got.dtype == want.dtype == torch.float32 and torch.equal(got, want)

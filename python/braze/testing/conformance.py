@@ -13,7 +13,10 @@ where the raw torch-mlir + IREE toolchain ran them.
     conv           convolutions 1d/2d/3d with strides, padding, dilation, groups; transposed;
                    torch-mlir's convolution_backward modules
     attention      scaled_dot_product_attention with boolean and float masks, causal, written out
-    misc           reductions, scans, normalisations and elementwise ops beside them
+    nan            NaN in the inputs: clamp, hardtanh, relu6, hardsigmoid, maximum, minimum,
+                   argmax/argmin, max/min along a dimension keep or point at it as eager does
+    misc           reductions, scans, normalisations and elementwise ops beside them; integer
+                   floor division above 2^53; prims views; mixed-dtype results
 
 Each Module builds its inputs from a seed of its own; `reference` says what it is compared
 with: "float64" (the same function on float64 copies of the floating inputs, complex128 for
@@ -538,11 +541,77 @@ for name, fn, shapes, ref in (
         add(name, "misc", fn, rand(*shapes) if name != "isclose_nan_to_num" else rand(*shapes, low=0.0, high=1.0),
             reference=ref, unsupported=unsupported)
 
+# float64 math written out for the CPU (braze.float64_math): wide ranges, both signs
+for name, fn, low, high in (("sin", torch.sin, -1e4, 1e4), ("cos", torch.cos, -1e4, 1e4), ("tan", torch.tan, -20.0, 20.0),
+                            ("atan", torch.atan, -50.0, 50.0), ("asin", torch.asin, -1.0, 1.0),
+                            ("acos", torch.acos, -1.0, 1.0), ("tanh", torch.tanh, -25.0, 25.0),
+                            ("log2", torch.log2, 1e-3, 1e3), ("erf", torch.erf, -7.0, 7.0)):
+    add(f"f64_{name}", "float64", fn, rand((64, 33), dtype=torch.float64, low=low, high=high))
+add("f64_atan2", "float64", torch.atan2, rand((40, 30), (40, 30), dtype=torch.float64, low=-3.0, high=3.0))
+add("f64_polar_sin_cos", "float64", lambda r, t: (r * torch.cos(t), r * torch.sin(t)),
+    rand((16, 16), (16, 16), dtype=torch.float64, low=-7.0, high=7.0))
+add("f64_rsub_pi", "float64", lambda x: 3.141592653589793 / 2 - x, rand((8, 8), dtype=torch.float64))
+add("f64_linspace", "float64", lambda x: x + torch.linspace(0, 3.141592653589793, 16, dtype=torch.float64),
+    rand((3, 16), dtype=torch.float64))
+
+# NaN in the inputs: eager keeps it (clamp, maximum) or points at its first place (argmax)
+
+
+def with_nan(floats: Inputs) -> Inputs:
+    """`floats`' tensors with NaN at about one place in seven (and at index 0 of each)."""
+    def make(g):
+        out = []
+        for t in floats(g):
+            mask = torch.rand(t.shape, generator=g) < 0.15
+            mask.view(-1)[0] = True
+            out.append(torch.where(mask, torch.nan, t))
+        return tuple(out)
+    return make
+
+
+for name, fn, n, ref in (
+        ("clamp", lambda x: x.clamp(-0.5, 0.5), 1, "float64"),
+        ("clamp_min", lambda x: torch.clamp_min(x, -0.25), 1, "float64"),
+        ("hardtanh_relu6", lambda x: F.hardtanh(x) + F.relu6(x * 8), 1, "float64"),
+        ("hardsigmoid", F.hardsigmoid, 1, "float64"),
+        ("maximum_minimum", lambda x, y: (torch.maximum(x, y), torch.minimum(y, x)), 2, "float64"),
+        ("clamp_tensor_bounds", lambda x, lo: torch.clamp(x, min=lo, max=lo + 1), 2, "float64"),
+        ("argmax_argmin", lambda x: (x.argmax(1), x.argmin(0), x.argmax()), 1, "eager"),
+        ("max_min_dim", lambda x: (*x.max(1), *x.min(0, keepdim=True)), 1, "float64"),
+):
+    add(f"nan_{name}", "nan", fn, with_nan(rand(*[(6, 9)] * n)), reference=ref)
+
+_BIG = torch.tensor([9223372036854775806, -9223372036854775807, 1073741824, -3, 7, -7, 123456789012345678, 0])
+_DIVISORS = torch.tensor([1073741824, 3, -5, 2, -2, 7, -1000000007, -3])
+add("int64_floor_divide_large", "misc",
+    lambda a, b: (torch.div(a, b, rounding_mode="floor"), a // 1073741824, torch.div(a, -7, rounding_mode="floor")),
+    lambda g: (_BIG, _DIVISORS), reference="eager")
+add("threshold_backward_int_grad", "misc", lambda g_, x: torch.ops.aten.threshold_backward(g_, x, 0.5),
+    lambda g: (torch.randint(0, 20, (4, 5), generator=g), torch.rand(4, 5, generator=g)), reference="eager")
+add("isfinite", "misc", lambda x: (torch.isfinite(x), torch.isfinite(x.long())),
+    lambda g: (torch.where(torch.rand(5, 6, generator=g) < 0.3, torch.tensor([torch.inf, -torch.inf, torch.nan]).repeat(10)[:30]
+                           .reshape(5, 6), torch.rand(5, 6, generator=g)),), reference="eager")
+add("clamp_int_to_float", "misc", lambda x: torch.clamp(x, min=-2.5, max=2.5),
+    lambda g: (torch.randint(-10, 10, (3, 5), generator=g),), reference="eager")
+add("prims_view_of_squeeze_split_dim", "misc",
+    lambda x, y: (torch.ops.prims.view_of(x) * 2, torch.ops.prims.squeeze(y, [0, 2]), torch.ops.prims.split_dim(x, 0, 3)),
+    rand((6, 5), (1, 4, 1)))
+add("avg_pool2d_unbatched", "pooling", lambda x: F.avg_pool2d(x, (6, 8), 2), rand((4, 20, 20)))
+add("conv_tbc", "conv", lambda x, w, b: torch.conv_tbc(x, w, b, 1), rand((9, 4, 5), (3, 5, 6), (6,)))
+
 BY_NAME = {m.name: m for m in MODULES}
 assert len(BY_NAME) == len(MODULES), "two conformance modules share a name"
 
 
 # -- running one ------------------------------------------------------------------------------
+
+
+def _all_float64(result) -> bool:
+    """Whether every floating result is float64 (whose floor is 1e-13, not float32's 1e-5)."""
+    from torch.utils._pytree import tree_leaves
+
+    floats = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
+    return bool(floats) and all(t.dtype == torch.float64 for t in floats)
 
 
 def _clones(args):
@@ -568,7 +637,7 @@ def check(module: Module, compile_fn, **options) -> list[str]:
                 wide_args = wide(_clones(args))
                 expected = reference(eager, copy.deepcopy(model).double()(*wide_args))
                 expected_args = reference(eager_args, wide_args)
-                limit = 10 * max_error(eager, expected) + 1e-5
+                limit = 10 * max_error(eager, expected) + (1e-13 if _all_float64(eager) else 1e-5)
             else:
                 expected, expected_args, limit = eager, eager_args, 1e-5
         braze_args = _clones(args)

@@ -8,6 +8,7 @@
 // CHECK: fusion-cpu-codegen - {{.+}}
 // CHECK: data-tiling=<str> (default: 'auto') {{.+}}
 // CHECK: fusion-expand-erf - {{.+}}
+// CHECK: fusion-expand-f64-math - {{.+}}
 // CHECK: fusion-form-groups - {{.+}}
 // CHECK: recompute-multi-use=<bool> (default: true) {{.+}}
 // CHECK: max-recompute-flops=<int> (default: 16) {{.+}}
@@ -16,6 +17,7 @@
 // The device pipelines braze.compile runs are listed with their options and expansion.
 // CHECK: braze pipelines
 // CHECK: fusion-baseline-pipeline - {{.+}}
+// CHECK-NEXT: f64-math=<str> (default: 'keep') {{.+}}
 // CHECK-NEXT: = canonicalize,cse
 // CHECK: fusion-cpu-pipeline - {{.+}}
 // CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
@@ -24,7 +26,7 @@
 // CHECK-NEXT: reassociate=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: channels-last=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul{grouped=true},fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
+// CHECK-NEXT: = fusion-conv-to-matmul{grouped=true},fusion-expand-f64-math,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
@@ -36,5 +38,5 @@
 // CHECK: fusion-default-pipeline - {{.+}}
 // CHECK: fusion-vulkan-pipeline - {{.+}}
 // CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul,fusion-default-pipeline
+// CHECK-NEXT: = fusion-conv-to-matmul,fusion-expand-f64-math,fusion-default-pipeline
 // CHECK: Upstream MLIR passes are accepted too
