@@ -14,6 +14,12 @@ processes (a crash or a hang costs its test, not the run: a worker that dies or 
 refused it with its own error), raw:<Exception> (anything else: a defect of braze's),
 crash, timeout, eager-fails (the module fails in eager PyTorch here; not counted).
 
+`--raw` runs the raw toolchain instead, for a side-by-side count (issue 39: no module the raw
+toolchain runs may fail in braze): torch-mlir's `fx.export_and_import` to linalg-on-tensors, IREE's
+compiler for llvm-cpu (host CPU, its default flags: float64 demoted to float32) and iree.runtime,
+with no braze code in between; its results are cast to the golden dtypes (the demotion's float32
+passes for float64 where the values agree). Outcomes then read raw-error:<Exception>.
+
 Needs the suite's sources (torch-mlir's repository), not a torch-mlir build: the modules of the
 `multiprocess` package and `torch_mlir._version` it imports are stood in for, and torchvision
 where it is not installed (its vision-model tests then fail in eager and are not counted).
@@ -99,7 +105,40 @@ def _same(got, golden) -> str:
     return f"an unexpected golden value {type(golden).__name__}"
 
 
-def _run_one(test, fusion: bool) -> dict:
+def _raw_compile(module, args):
+    """torch-mlir's importer + IREE for the host CPU + iree.runtime, nothing of braze's."""
+    import numpy as np
+    import torch
+    from iree import compiler as ireec
+    from iree import runtime as ireert
+    from torch_mlir import fx
+
+    mlir = fx.export_and_import(module, *args, output_type="linalg-on-tensors", func_name="main")
+    vmfb = ireec.compile_str(str(mlir), target_backends=["llvm-cpu"], extra_args=["--iree-llvmcpu-target-cpu=host"])
+    config = ireert.Config("local-task")
+    context = ireert.SystemContext(config=config)
+    context.add_vm_module(ireert.VmModule.copy_buffer(context.instance, vmfb))
+    main = context.modules.module["main"]
+
+    def call(*call_args):
+        out = main(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in call_args])
+        back = lambda o: torch.from_numpy(np.array(o.to_host() if hasattr(o, "to_host") else o))  # noqa: E731
+        return tuple(back(o) for o in out) if isinstance(out, (list, tuple)) else back(out)
+    return call
+
+
+def _like(got, golden):
+    """`got` cast to the golden dtypes where the structures and shapes agree (--raw)."""
+    import torch
+
+    if isinstance(golden, (tuple, list)) and isinstance(got, (tuple, list)) and len(got) == len(golden):
+        return type(golden)(_like(g, e) for g, e in zip(got, golden))
+    if isinstance(golden, torch.Tensor) and isinstance(got, torch.Tensor) and got.shape == golden.shape:
+        return got.to(golden.dtype)
+    return got
+
+
+def _run_one(test, mode: str) -> dict:
     import copy
 
     import torch
@@ -138,37 +177,45 @@ def _run_one(test, fusion: bool) -> dict:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = braze.compile(test.program_factory(), *copy.deepcopy(args), fusion=fusion, cache=False)
+            if mode == "raw":
+                compiled = _raw_compile(test.program_factory(), copy.deepcopy(args))
+            else:
+                compiled = braze.compile(test.program_factory(), *copy.deepcopy(args), fusion=mode == "fused",
+                                         cache=False)
             torch.manual_seed(0)
             got = compiled(*copy.deepcopy(args))
-    except braze.BrazeError as e:
+            if mode == "raw":
+                got = _like(got, golden)
+    except Exception as e:  # noqa: BLE001 - the raw toolchain's errors are its own
+        if mode == "raw":
+            return {"outcome": f"raw-error:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
+        if not isinstance(e, braze.BrazeError):
+            return {"outcome": f"raw:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
         return {"outcome": f"braze:{type(e).__name__}", "why": str(e).splitlines()[0][:400] if str(e) else ""}
-    except Exception as e:  # noqa: BLE001 - a raw exception reaching the user is the finding
-        return {"outcome": f"raw:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
     why = _same(got, golden)
     return {"outcome": "mismatch" if why else "pass", "why": why}
 
 
-def _worker(suite: str, names: list[str], fusion: bool, out: str) -> None:
+def _worker(suite: str, names: list[str], mode: str, out: str) -> None:
     by_name = {t.unique_name: t for t in _tests(suite)}
     with open(out, "a") as f:
         for name in names:
             f.write(json.dumps({"test": name, "event": "start"}) + "\n")
             f.flush()
             t0 = time.perf_counter()
-            result = _run_one(by_name[name], fusion)
+            result = _run_one(by_name[name], mode)
             result.update(test=name, event="done", seconds=round(time.perf_counter() - t0, 2))
             f.write(json.dumps(result) + "\n")
             f.flush()
 
 
-def _drive(suite: str, names: list[str], fusion: bool, out: str, timeout: float) -> None:
+def _drive(suite: str, names: list[str], mode: str, out: str, timeout: float) -> None:
     """One worker over `names`, replaced after a crash or a stall (that test recorded as such)."""
     scratch = out + f".{os.getpid()}.{abs(hash(names[0])) if names else 0}.part"
     todo = list(names)
     while todo:
         open(scratch, "w").close()
-        cmd = [sys.executable, __file__, "--worker", "--suite", suite, "--part", scratch] + (["--unfused"] if not fusion else [])
+        cmd = [sys.executable, __file__, "--worker", "--suite", suite, "--part", scratch, "--mode", mode]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
         proc.stdin.write("\n".join(todo))
         proc.stdin.close()
@@ -221,6 +268,8 @@ def main() -> None:
     parser.add_argument("--filter", default="", help="only tests whose name contains this")
     parser.add_argument("--only", help="a file of test names, one a line: run just those")
     parser.add_argument("--unfused", action="store_true", help="braze.compile(fusion=False)")
+    parser.add_argument("--raw", action="store_true", help="the raw torch-mlir + IREE toolchain, no braze (see above)")
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--jobs", type=int, default=1, help="worker processes at once")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a test may run")
     parser.add_argument("-o", "--out", help="JSON lines, one a test (appended)")
@@ -232,8 +281,10 @@ def main() -> None:
         print(summary(args.summary))
         return
     if args.worker:
-        _worker(args.suite, [n for n in sys.stdin.read().split("\n") if n], not args.unfused, args.part)
+        _worker(args.suite, [n for n in sys.stdin.read().split("\n") if n],
+                args.mode or ("unfused" if args.unfused else "fused"), args.part)
         return
+    mode = "raw" if args.raw else "unfused" if args.unfused else "fused"
     if not args.suite or not args.out:
         parser.error("--suite and -o are required")
     names = [t.unique_name for t in _tests(args.suite) if args.filter in t.unique_name]
@@ -247,7 +298,7 @@ def main() -> None:
     import threading
 
     shares = [names[i::args.jobs] for i in range(args.jobs)]
-    threads = [threading.Thread(target=_drive, args=(args.suite, share, not args.unfused, args.out, args.timeout))
+    threads = [threading.Thread(target=_drive, args=(args.suite, share, mode, args.out, args.timeout))
                for share in shares if share]
     for t in threads:
         t.start()
