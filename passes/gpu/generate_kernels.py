@@ -62,6 +62,23 @@ TF32 allowed, 2-4 input channels a group and 3-channel 7x7 stems came back with 
 conformance suite's small Conv modules expect float32's accuracy. Their K is short: three TF32
 products cost little there."""
 
+TF32X3_MAX_INTENSITY = 12.0
+"""A float32 convolution doing fewer flops per byte of its input, weight and output (float32) than
+this runs float32-accurate (tf32x3) even where TF32 is allowed: cuDNN, with TF32 allowed, picks
+float32 kernels for such memory-bound convolutions (the 1x1 stride-2 64 -> 128 at 8 and 64 x 56x56,
+10.6 flop/B: 1.1e-6 against float64 where TF32 makes 8.9e-4; its 16 flop/B 1x1 64 -> 64 and every
+denser shape measured ran TF32), and there three TF32 products cost 0.75-1.11x one (H100,
+bench/results/conv-tf32x3-cost-h100-2026-12-05.txt; bench/NOTES.md §44)."""
+
+
+def conv_intensity(n: int, c: int, h: int, w: int, f: int, kh: int, kw: int, oh: int, ow: int,
+                   groups: int = 1) -> float:
+    """Flops over the bytes of a float32 convolution's input, weight and output."""
+    cg = c // groups
+    flops = 2 * n * oh * ow * f * cg * kh * kw
+    return flops / (4 * (n * c * h * w + f * cg * kh * kw + n * f * oh * ow))
+
+
 SKIPPED_ATTR = "braze.kernel_skipped"
 TILE_FROM_ATTR = "braze.kernel_tile_from"
 EPILOGUE_END_ATTR = "braze.kernel_epilogue_end"
@@ -359,7 +376,8 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         chain.extend(steps)
         cur = steps[-1].results[0]
     precision = fp32 if ta == "f32" and not depthwise else ""
-    if precision == "tf32" and c // groups < TF32_MIN_CHANNELS:
+    if precision == "tf32" and (c // groups < TF32_MIN_CHANNELS or
+                                conv_intensity(n, c, h, wd, f, kh, kw, oh, ow, groups) < TF32X3_MAX_INTENSITY):
         precision = "tf32x3"
     spec = GemmSpec(m=n * oh * ow, n=f // groups, k=kh * kw if depthwise else c // groups * kh * kw, a=ta, b=ta,
                     b_layout="nk", out=_element(cur), inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],

@@ -553,8 +553,8 @@ def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
     class ConvBnRelu(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = torch.nn.Conv2d(32, 8, 3, stride=2, padding=1)
-            self.bn = torch.nn.BatchNorm2d(8)
+            self.conv = torch.nn.Conv2d(32, 64, 3, stride=2, padding=1)
+            self.bn = torch.nn.BatchNorm2d(64)
 
         def forward(self, x):
             return torch.relu(self.bn(self.conv(x)))
@@ -563,7 +563,7 @@ def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
     lowered = lower(model, x, device="cuda", target="sm_90")  # cuDNN's default: TF32
     (spec,) = _specs(lowered.module.operation)
     assert spec.conv == (2, 32, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8)  # reads the unpadded input
-    assert (spec.m, spec.n, spec.k, spec.precision) == (128, 8, 288, "tf32")
+    assert (spec.m, spec.n, spec.k, spec.precision) == (128, 64, 288, "tf32")  # 27 flop/B: TF32
     assert spec.inputs[0] == Input("f32", "row") and spec.ops[0][:3] == ("%b", "addf", ["acc", "in0"])
     assert [o[1] for o in spec.ops][-2:] == ["cmpf", "select"]  # the ReLU
     compiled = braze.compile(model, x, device="cuda", target="sm_90", cache=False)
@@ -576,6 +576,24 @@ def test_pass_takes_conv_bias_batchnorm_relu_as_one_kernel(tmp_path):
     assert im2col.report.dispatch_count > 1
     (exact,) = _specs(lower(model, x, device="cuda", target="sm_90", precision="highest").module.operation)
     assert exact.precision == "tf32x3" and exact.conv == spec.conv
+
+
+@pytest.mark.parametrize("shape,stride,want", [
+    ((8, 64, 56, 56, 128, 1), 2, "tf32x3"),   # 10.6 flop/B: cuDNN runs it in float32 with TF32 allowed
+    ((2, 64, 56, 56, 128, 1), 2, "tf32x3"),
+    ((8, 64, 56, 56, 64, 1), 1, "tf32"),      # 16 flop/B: cuDNN's TF32
+    ((8, 128, 56, 56, 256, 1), 2, "tf32"),    # 21 flop/B
+    ((2, 32, 16, 16, 8, 3), 2, "tf32x3"),     # 7.5 flop/B
+])
+def test_memory_bound_float32_convolutions_stay_float32_accurate_under_tf32(shape, stride, want):
+    from braze.passes.gpu.generate_kernels import TF32X3_MAX_INTENSITY, conv_intensity
+
+    n, c, h, w, f, k = shape
+    o = (h - k) // stride + 1
+    assert (conv_intensity(n, c, h, w, f, k, k, o, o) < TF32X3_MAX_INTENSITY) == (want == "tf32x3")
+    model, x = torch.nn.Conv2d(c, f, k, stride=stride).eval(), torch.randn(n, c, h, w)
+    (spec,) = _specs(lower(model, x, device="cuda", target="sm_90").module.operation)  # TF32 allowed
+    assert spec.precision == want, spec
 
 
 def test_float32_precision_follows_torch_flags_unless_given():
