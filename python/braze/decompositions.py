@@ -230,16 +230,18 @@ def _arg_extreme(x, dim, keepdim, largest: bool):
 def argmax(x, dim=None, keepdim=False):
     if not _float(x):
         return NotImplemented
-    if dim is None:
-        return _arg_extreme(x.reshape(-1), 0, False, True)
+    if dim is None:  # over all elements; keepdim keeps every dimension, as size 1
+        out = _arg_extreme(x.reshape(-1), 0, False, True)
+        return out.reshape([1] * x.dim()) if keepdim else out
     return _arg_extreme(x, dim, keepdim, True)
 
 
 def argmin(x, dim=None, keepdim=False):
     if not _float(x):
         return NotImplemented
-    if dim is None:
-        return _arg_extreme(x.reshape(-1), 0, False, False)
+    if dim is None:  # over all elements; keepdim keeps every dimension, as size 1
+        out = _arg_extreme(x.reshape(-1), 0, False, False)
+        return out.reshape([1] * x.dim()) if keepdim else out
     return _arg_extreme(x, dim, keepdim, False)
 
 

@@ -577,6 +577,7 @@ for name, fn, n, ref in (
         ("maximum_minimum", lambda x, y: (torch.maximum(x, y), torch.minimum(y, x)), 2, "float64"),
         ("clamp_tensor_bounds", lambda x, lo: torch.clamp(x, min=lo, max=lo + 1), 2, "float64"),
         ("argmax_argmin", lambda x: (x.argmax(1), x.argmin(0), x.argmax()), 1, "eager"),
+        ("argmax_argmin_all_keepdim", lambda x: (x.argmax(keepdim=True), x.argmin(keepdim=True)), 1, "eager"),
         ("max_min_dim", lambda x: (*x.max(1), *x.min(0, keepdim=True)), 1, "float64"),
 ):
     add(f"nan_{name}", "nan", fn, with_nan(rand(*[(6, 9)] * n)), reference=ref)
