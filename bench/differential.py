@@ -1,5 +1,5 @@
-"""The differential suite: seeded random graphs (braze.randomgraphs), the zoo and the fixed
-coverage cases (braze.coverage: float64, zero-element inputs and results, depthwise and grouped
+"""The differential suite: seeded random graphs (braze.testing.randomgraphs), the zoo and the fixed
+coverage cases (braze.testing.coverage: float64, zero-element inputs and results, depthwise and grouped
 convolutions in float32, float16 and bfloat16), each compiled with braze's passes and without,
 compared with eager PyTorch in float64.
 
@@ -12,7 +12,7 @@ compared with eager PyTorch in float64.
 A result passes when its dtypes are eager's and its error against float64 eager is within
 `randomgraphs.tolerance` (ten times float32 eager's own error, plus the rounding of 16-bit
 casts; a coverage case: ten times eager's own error in its dtype). A failure of IREE itself
-that a case marks `known` for the device (braze.zoo.Case.known) is counted apart, and fails
+that a case marks `known` for the device (braze.testing.zoo.Case.known) is counted apart, and fails
 when it passes. Prints one line per failure and the counts per variant; exits 1 if anything
 failed. `--cuda-pipeline` also compiles each graph for the CPU with the CUDA pipeline's passes
 (fusion-cuda-pipeline), so the CUDA rewrites' arithmetic is checked where there is no GPU.
@@ -52,9 +52,9 @@ def _references(model, args):
 def _cases(seeds: range):
     """(name, model, inputs, tolerance function, known failures by device) for each random
     graph, zoo case and coverage case."""
-    from braze import coverage
-    from braze.randomgraphs import random_graph, tolerance
-    from braze.zoo import CASES, fresh_like
+    from braze.testing import coverage
+    from braze.testing.randomgraphs import random_graph, tolerance
+    from braze.testing.zoo import CASES, fresh_like
 
     for seed in seeds:
         model, args = random_graph(seed)
@@ -134,7 +134,7 @@ def build(directory: Path, device: str, target: str, seeds: range) -> int:
 
     import braze
     from braze.accuracy import max_error
-    from braze.randomgraphs import TF32_ERROR
+    from braze.testing.randomgraphs import TF32_ERROR
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = []

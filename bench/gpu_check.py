@@ -6,7 +6,7 @@
     python bench/gpu_check.py run DIR
         (on the GPU host: iree-base-runtime, numpy, torch) loads each artifact, runs it
         (CUDA torch tensors in and out for cuda), and prints a table:
-        model, device, pass/FAIL/known (a failure of IREE itself, marked in braze.zoo), max
+        model, device, pass/FAIL/known (a failure of IREE itself, marked in braze.testing.zoo), max
         error, dispatch count; exits 1 on any FAIL (a known failure that passes is one).
 """
 
@@ -23,7 +23,7 @@ def build(out: Path, devices: list[str], cuda_target: str, vulkan_target: str, o
     import torch
 
     import braze
-    from braze.zoo import CASES, fresh_like
+    from braze.testing.zoo import CASES, fresh_like
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"cases": []}
@@ -95,7 +95,7 @@ def run(directory: Path) -> int:
         if known and not ok:
             result, note = "known", f"IREE ({known[0]}): {known[1]}"[:100]
         elif known:
-            result, note = "FAIL", "passes, but is marked known-failing in braze.zoo: remove the mark"
+            result, note = "FAIL", "passes, but is marked known-failing in braze.testing.zoo: remove the mark"
         else:
             result = "pass" if ok else "FAIL"
         failures += result == "FAIL"

@@ -23,7 +23,7 @@ TARGETS = {"cpu": None, "cuda": "sm_90", "vulkan": "ampere"}
 
 
 def items():
-    from braze.zoo import CASES, WORKLOADS
+    from braze.testing.zoo import CASES, WORKLOADS
 
     for case in CASES:
         yield f"zoo:{case.name}", case.build, ("cpu", "cuda", "vulkan")
@@ -38,7 +38,7 @@ def items():
 
 
 def fingerprint(devices: list[str]) -> dict:
-    from braze import backend
+    from braze.compiler import backend
     from braze.compiler import lower
 
     out = {}

@@ -49,7 +49,7 @@ def build(directory: Path, workloads: list[str]) -> int:
     import torch
 
     import braze
-    from braze.zoo import CASES, WORKLOADS, fresh_like
+    from braze.testing.zoo import CASES, WORKLOADS, fresh_like
 
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {"zoo": [], "chains": {}, "workloads": []}
@@ -92,7 +92,7 @@ def _numerics(directory: Path, manifest: dict, rows: list) -> int:
     from torch.utils._pytree import tree_leaves, tree_map
 
     import braze
-    from braze.randomgraphs import TF32_ERROR
+    from braze.testing.randomgraphs import TF32_ERROR
     from braze.accuracy import max_error
 
     failures = 0
@@ -126,7 +126,7 @@ def _ordering(directory: Path, rows: list) -> int:
     import torch
 
     import braze
-    from braze import runtime as iree_runtime
+    from braze.runtime import program as iree_runtime
 
     n = 1 << 22
     module = braze.load(directory / "chain4m.braze", runtime="launch")
@@ -267,7 +267,7 @@ def _timing(directory: Path, manifest: dict, rows: list, results: dict) -> None:
 
     import braze
     from braze.tools.timing import interleaved_ms, profiled_kernel_ms
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     def graph_of(fn, *args):
         side = torch.cuda.Stream()

@@ -2,7 +2,7 @@
 
     python bench/zoo_report.py [--device cpu] [--target T]
 
-Prints one row per model of braze.zoo.CASES: linalg ops in the
+Prints one row per model of braze.testing.zoo.CASES: linalg ops in the
 imported module, after braze's pipeline, IREE dispatches with fusion off and on, compile time.
 """
 
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import braze
-    from braze.zoo import CASES
+    from braze.testing.zoo import CASES
 
     cases = list(CASES)
     header = ("model", "linalg before", "linalg after", "dispatches off", "dispatches on", "groups", "compile s (on)")

@@ -10,7 +10,7 @@ IREE 3.13's CPU code generator lowers these f64 math ops to libm calls its runti
 does not have ("iree-lld: error: undefined symbol: sin"), and f64 math.erf not at all; SPIR-V's
 GLSL.std.450 set has them for 16- and 32-bit floats only. The raw toolchain passes its float64
 conformance modules by demoting to float32; braze keeps float64 and computes these in float64
-(braze.float64_math: the algorithms, their ranges and their errors, at most 7 ulp). Whatever
+(braze.passes.float64_math: the algorithms, their ranges and their errors, at most 7 ulp). Whatever
 produced the op counts: a model's torch.sin, torch-mlir's own decompositions (randn's
 Box-Muller cos, polar's sin and cos, atan2 of integers in float64).
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.float64_math import EMIT, FUNCTIONS, Emit
+from braze.passes.float64_math import EMIT, FUNCTIONS, Emit
 from braze.irutil import all_ops
 
 from .registry import ModulePass, register

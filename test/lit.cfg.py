@@ -34,7 +34,7 @@ if filecheck is None:
 config.substitutions.append(("%PYTHON", f'"{python}"'))
 # Word boundaries keep `braze-opt` from matching inside paths and `braze` inside `braze-opt`.
 config.substitutions.append((r"(?<![\w/.-])braze-opt(?![\w.-])", _tool("braze-opt", "braze.tools.braze_opt")))
-config.substitutions.append((r"(?<![\w/.-])braze(?![\w.-])", _tool("braze", "braze.cli")))
+config.substitutions.append((r"(?<![\w/.-])braze(?![\w.-])", _tool("braze", "braze.tools.cli")))
 config.substitutions.append((r"(?<![\w/.-])FileCheck(?![\w.-])", f'"{filecheck}"'))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "tools", "Inputs")))
 # `cmd 2>&1 | %no-traceback | FileCheck ...`: fails when the output holds a traceback anywhere.

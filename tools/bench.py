@@ -403,7 +403,7 @@ def measure(workload, device: str, args, contenders: list[dict], reps: int | Non
         model = eager["_fn"]
         with torch.no_grad():
             outs = _flat(model(*args))
-        from braze.zoo import min_bytes
+        from braze.testing.zoo import min_bytes
 
         nbytes = min_bytes(args, outs, model)
         for c in ready:
@@ -546,7 +546,7 @@ def _default_budget(device: str, quick: bool) -> tuple[float, int]:
 
 
 def bench_here(args) -> int:
-    from braze.zoo import select
+    from braze.testing.zoo import select
 
     device = args.device
     workloads = select(_names(args.workloads), device, args.quick)
@@ -616,7 +616,7 @@ def _names(text: str | None) -> list[str] | None:
 def bench_build(args) -> int:
     import torch
 
-    from braze.zoo import checksum, select
+    from braze.testing.zoo import checksum, select
 
     device = args.device
     out = Path(args.dir)
@@ -719,7 +719,7 @@ def bench_run(args) -> int:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS, checksum
+    from braze.testing.zoo import WORKLOADS, checksum
 
     directory = Path(args.dir)
     manifests = [json.loads(p.read_text()) | {"_dir": p.parent} for p in _manifests(directory)]
@@ -1058,7 +1058,7 @@ def _cpu_driver(device: str, threads: int | None) -> str | None:
     """The IREE driver braze's CPU programs run on with these threads (braze.set_cpu_threads)."""
     if device != "cpu":
         return None
-    from braze.runtime import cpu_driver_for
+    from braze.runtime.cpu import cpu_driver_for
 
     return cpu_driver_for(threads)
 

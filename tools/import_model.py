@@ -80,7 +80,7 @@ def import_to_text(model, example: tuple, *, debuginfo: bool = False) -> str:
     """The model's linalg-on-tensors IR as text (what braze.compile's fusion passes receive)."""
     import warnings
 
-    from braze.frontend import import_model
+    from braze.compiler.frontend import import_model
 
     with warnings.catch_warnings():
         # torch's own deprecation chatter is not the user's problem; braze's errors still raise.

@@ -15,7 +15,7 @@
         (on the GPU host) times every candidate with CUDA events, checks it against eager
         PyTorch, and writes DIR/winners.json (with torch's time for each matmul beside it).
     braze tune import DIR/winners.json
-        (here) stores each winner in the tuning cache (braze.tuning), keyed by kernel
+        (here) stores each winner in the tuning cache (braze.passes.gpu.tuning), keyed by kernel
         signature and target, so every later compile uses it.
 
 (`python -m braze.tools.tune ...` is the same command, for a GPU host without the `braze` script.)
@@ -58,7 +58,7 @@ def _read_json(path: Path, made_by: str):
 
 def _known_workloads(names: list[str]) -> None:
     from braze.errors import UsageError
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
@@ -67,7 +67,7 @@ def _known_workloads(names: list[str]) -> None:
 
 def _signatures(model, args, target: str, collect) -> list[str]:
     """`collect(module_op)` on the model as braze configures it for the target."""
-    from braze import frontend
+    from braze.compiler import frontend
     from braze.passes import runner
 
     imported = frontend.import_model(model, tuple(args))
@@ -125,7 +125,7 @@ def _matmul_signatures(model, args, target: str) -> list[str]:
 def build_matmuls(directory: Path, target: str, workloads: list[str], manifest: dict) -> None:
     import braze
     from braze.passes.gpu.cost_model import MATMUL_CANDIDATES, choose_matmul_config
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     signatures: list[str] = []
     for name in workloads:
@@ -181,7 +181,7 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
     from braze.kernels.spec import AttentionSpec, tile_text
     from braze.passes import pipelines
     from braze.targets import cuda_sm_count
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     sms = cuda_sm_count(target)
     for name in workloads:
@@ -222,7 +222,7 @@ def build(directory: Path, target: str, workloads: list[str], matmul_workloads: 
     import braze
     from braze.passes.gpu.configs import ElementwiseSignature
     from braze.passes.gpu.cost_model import choose_config
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     _known_workloads(workloads + list(matmul_workloads or []) + list(kernel_workloads or []))
     directory.mkdir(parents=True, exist_ok=True)
@@ -270,7 +270,7 @@ def run(directory: Path, reps: int = 50, markers: bool = False) -> int:
 
     import braze
     from braze.tools.timing import median_ms
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     manifest = _read_json(directory / "manifest.json", "make DIR with `braze tune build DIR`")
     winners = {"target": manifest["target"], "kernels": {}, "measurements": {}}
@@ -383,7 +383,7 @@ def kernels(directory: Path, csv_path: Path) -> int:
 
 
 def import_winners(path: Path) -> int:
-    from braze import tuning
+    from braze.passes.gpu import tuning
     from braze.errors import UsageError
     from braze.kernels.spec import is_tuning_signature, parse_tile, tile_text
     from braze.passes.gpu.configs import KernelConfig, MatmulConfig, MatmulSignature

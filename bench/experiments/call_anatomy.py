@@ -22,7 +22,7 @@ def run(pairs: list[tuple[str, str]]) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     print(f"{'workload':26s} {'eager':>8s} {'call':>8s} {'invoke':>8s} {'fresh':>8s} {'sync':>7s}   (us per call)")
     for path, name in pairs:

@@ -16,7 +16,7 @@ def run(pairs: list[tuple[str, str]]) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     for path, name in pairs:
         _, args = WORKLOADS[name].build("cuda")

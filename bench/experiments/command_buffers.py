@@ -23,9 +23,9 @@ VARIANTS = {"per-call": [], "memoized": ["--iree-hal-force-indirect-command-buff
 
 def build(out: str) -> None:
     import braze
-    from braze import _iree_compiler, backend
-    from braze.compiler import CompiledModule
-    from braze.zoo import WORKLOADS
+    from braze.compiler import _iree_compiler, backend
+    from braze.runtime import CompiledModule
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     captured = {}
@@ -64,7 +64,7 @@ def run(out: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     print(f"{'workload':22s} {'eager ms':>9s} " + " ".join(f"{v + ' ms':>13s}" for v in VARIANTS) + "  max |memoized - eager|")
     for name in NAMES:

@@ -8,7 +8,7 @@ before ('warm same': torch.export's first-call cost paid), its cold cross-compil
 torch.compile's cold compile for the CPU (torch.compile() and its first call, minus an eager
 call, its caches in a fresh folder; before 2026-12-02 the torch.compile() call itself, which
 imports Dynamo, was left out). Prints a table and the ratios warm/cold, braze/torch.compile and CUDA/CPU; a hit found
-by the quick key (braze.quickkey, no export) shows as 'quick'.
+by the quick key (braze.compiler.quickkey, no export) shows as 'quick'.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ CHILD = textwrap.dedent("""
     import json, sys, time, warnings
     warnings.filterwarnings("ignore")
     import torch
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
     kind, name = sys.argv[1], sys.argv[2]
     model, args = WORKLOADS[name].build("cpu")
     t0 = time.perf_counter()
@@ -62,7 +62,7 @@ def _run(kind: str, name: str, env: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    from braze.zoo import CPU_DEFAULT
+    from braze.testing.zoo import CPU_DEFAULT
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workloads", default=",".join(n for n in CPU_DEFAULT if not n.endswith("_bf16")))

@@ -28,9 +28,9 @@ names = sys.argv[2].split(",") if len(sys.argv) > 2 else ["tiny_chain", "attenti
 def iree_alone() -> None:
     import torch
 
-    from braze import backend
+    from braze.compiler import backend
     from braze.compiler import lower
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -67,9 +67,9 @@ def through_braze() -> None:
     import torch
 
     import braze
-    import braze.runtime as runtime
+    import braze.runtime.program as runtime
     from braze.tools.timing import interleaved_ms
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     torch.set_num_threads(1)
     rt.flags.parse_flags("--task_topology_group_count=1")

@@ -16,7 +16,7 @@ import iree.runtime as rt
 import torch
 
 import braze
-from braze.zoo import WORKLOADS
+from braze.testing.zoo import WORKLOADS
 
 warnings.filterwarnings("ignore")
 threads = int(sys.argv[1])

@@ -19,7 +19,7 @@ import iree.runtime as rt
 import torch
 
 import braze
-from braze.backend import CHANNELS_LAST_FLAG
+from braze.compiler.backend import CHANNELS_LAST_FLAG
 
 warnings.filterwarnings("ignore")
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1

@@ -11,7 +11,7 @@ import torch
 
 import braze
 from braze.tools.timing import interleaved_ms
-from braze.zoo import WORKLOADS
+from braze.testing.zoo import WORKLOADS
 
 warnings.filterwarnings("ignore")
 FLAG = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]

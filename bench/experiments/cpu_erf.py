@@ -14,7 +14,7 @@ import torch
 
 import braze
 from braze.tools.timing import interleaved_ms
-from braze.zoo import WORKLOADS
+from braze.testing.zoo import WORKLOADS
 
 warnings.filterwarnings("ignore")
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1

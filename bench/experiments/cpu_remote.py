@@ -53,7 +53,7 @@ def build(args) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(args.dir, exist_ok=True)
     manifest = {"target": args.target, "workloads": {}}
@@ -86,7 +86,7 @@ def run(args) -> None:
     import braze
 
     braze.set_cpu_threads(args.threads)  # one thread: IREE's local-sync driver (bench/NOTES.md §41)
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     with open(os.path.join(args.dir, "manifest.json")) as f:
         manifest = json.load(f)

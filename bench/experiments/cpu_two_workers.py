@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 import braze
-from braze import backend
+from braze.compiler import backend
 from braze.compiler import lower
-from braze.zoo import WORKLOADS
+from braze.testing.zoo import WORKLOADS
 
 warnings.filterwarnings("ignore")
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2

@@ -24,7 +24,7 @@ import torch
 
 import braze
 from braze.tools.timing import interleaved_ms
-from braze.zoo import WORKLOADS
+from braze.testing.zoo import WORKLOADS
 
 warnings.filterwarnings("ignore")
 calls = "--calls" in sys.argv

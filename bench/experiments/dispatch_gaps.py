@@ -21,7 +21,7 @@ def run(path: str, name: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     _, args = WORKLOADS[name].build("cuda")
     args = [a.cuda() for a in args]

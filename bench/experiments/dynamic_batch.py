@@ -18,8 +18,8 @@ import iree.runtime as rt
 import torch
 
 import braze
-from braze import backend
-from braze.zoo import BertLayer
+from braze.compiler import backend
+from braze.testing.zoo import BertLayer
 
 warnings.filterwarnings("ignore")
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1

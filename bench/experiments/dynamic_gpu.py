@@ -20,7 +20,7 @@ import torch
 
 warnings.filterwarnings("ignore")
 def model(dtype: str = "float32"):
-    from braze.zoo import BertLayer
+    from braze.testing.zoo import BertLayer
 
     torch.manual_seed(0)
     return BertLayer().eval().to(getattr(torch, dtype))

@@ -25,7 +25,7 @@ FLAGS = ["--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"]
 def build(out: str) -> None:
     import torch
 
-    from braze import frontend
+    from braze.compiler import frontend
 
     class MatMul(torch.nn.Module):
         def forward(self, a, b):

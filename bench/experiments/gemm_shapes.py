@@ -10,7 +10,7 @@ stores one partial instead of two (bench/experiments/gemm_shapes_kernel.py).
         python bench/experiments/gemm_shapes.py profile DIR > ncu.csv
     python bench/experiments/gemm_shapes.py table DIR ncu.csv
 
-Kernels are launched with braze's own CUDA driver calls (braze.cuda.driver) on torch's stream,
+Kernels are launched with braze's own CUDA driver calls (braze.runtime.cuda.driver) on torch's stream,
 as braze's launcher launches IREE's and braze's kernels; each variant's function is renamed
 after its tile so that ncu's rows name it.
 """
@@ -134,7 +134,7 @@ class _Kernels:
     def __init__(self, folder: Path):
         import torch
 
-        from braze.cuda.driver import Driver, check
+        from braze.runtime.cuda.driver import Driver, check
 
         torch.zeros(1, device="cuda")
         self.driver, self.check = Driver(), check

@@ -13,9 +13,9 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 timeout 120 python3 bench/gpu_check.py run /tmp/art/zoovk > $out/zoo-vulkan.txt 2>&1
 echo "zoo rc=$?" >> $out/zoo-vulkan.txt
 grep -v Warn $out/zoo-vulkan.txt | tail -22
-timeout 170 python3 -m braze.cli bench run /tmp/art/bvks/group-1 --json $out/bench-vulkan.json \
+timeout 170 python3 -m braze.tools.cli bench run /tmp/art/bvks/group-1 --json $out/bench-vulkan.json \
     --torch-compile-modes none > $out/bench-vulkan.txt 2>&1
-timeout 170 python3 -m braze.cli bench run /tmp/art/bcus/group-1 --json $out/bench-cuda.json \
+timeout 170 python3 -m braze.tools.cli bench run /tmp/art/bcus/group-1 --json $out/bench-cuda.json \
     --torch-compile-modes none > $out/bench-cuda.txt 2>&1
 python3 bench/experiments/vulkan_vs_cuda.py $out/bench-vulkan.json $out/bench-cuda.json | tee $out/vulkan-vs-cuda.txt
 timeout 120 python3 bench/experiments/vulkan_dispatches.py run /tmp/art/vkd --top 5 > $out/vulkan-dispatches.txt 2>&1

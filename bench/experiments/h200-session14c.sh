@@ -14,7 +14,7 @@
 #   tar chf - -C $B ktiles benchs | xz --lzma2=preset=1,dict=128MiB -T1 > .gpu/art.tar.xz
 . bench/experiments/gpu_setup.sh
 RUN_TIMEOUT=120 NCU_TIMEOUT=150 . bench/experiments/tiles_on_gpu.sh gemm96-tiles
-timeout 300 python3 -m braze.cli bench run /tmp/art/benchs/group-1 --json $out/bench.json \
+timeout 300 python3 -m braze.tools.cli bench run /tmp/art/benchs/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 grep -i "geomean" -A3 $out/bench.txt | tail -4

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU checks of the fourth session, on the H200, from artifacts built here:
 #   python bench/gpu_check.py build $B/zoo --devices cuda,vulkan
-#   braze check braze.zoo:mobilenet_bf16 --device cuda --target sm_90 --build $B/mnet
+#   braze check braze.testing.zoo:mobilenet_bf16 --device cuda --target sm_90 --build $B/mnet
 #   python bench/launch_check.py build $B/launch --workloads tiny
 #   python bench/differential.py build $B/diff-cuda --device cuda --target sm_90 --seeds 0:300
 #   python bench/differential.py build $B/diff-vulkan --device vulkan --target ampere --seeds 0:300
@@ -19,6 +19,6 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $out/gpu.
 python3 bench/launch_check.py run /tmp/art/launch --json $out/launch.json 2>&1 | tee $out/launch.txt
 python3 bench/experiments/launch_cost.py /tmp/art/launch/chain1024.braze 2>&1 | tee $out/launch-cost.txt
 python3 bench/gpu_check.py run /tmp/art/zoo 2>&1 | tee $out/zoo.txt
-python3 -m braze.cli check --run /tmp/art/mnet 2>&1 | tee $out/mnet.txt
+python3 -m braze.tools.cli check --run /tmp/art/mnet 2>&1 | tee $out/mnet.txt
 python3 bench/differential.py run /tmp/art/diff-cuda 2>&1 | tail -60 | tee $out/diff-cuda.txt
 python3 bench/differential.py run /tmp/art/diff-vulkan 2>&1 | tail -60 | tee $out/diff-vulkan.txt

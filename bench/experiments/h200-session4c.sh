@@ -22,6 +22,6 @@ if [ -d /tmp/art/mnet16 ]; then
   python3 bench/gpu_check.py run /tmp/art/mnet16 2>&1 | tee $out/mnet16.txt
 fi
 for g in ${BENCH_GROUPS:-}; do
-  timeout ${GROUP_TIMEOUT:-240} python3 -m braze.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json \
+  timeout ${GROUP_TIMEOUT:-240} python3 -m braze.tools.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json \
     --torch-compile-modes ${MODES:-default,reduce-overhead,max-autotune} 2>&1 | tee $out/bench-$g.txt
 done

@@ -13,6 +13,6 @@ timeout 100 python3 bench/kernels_check.py run /tmp/art/kcheck 2>&1 | tee $out/k
 for g in ${BENCH_GROUPS:-group-5 group-4 group-6 group-7 group-1 group-2}; do
   left=$(( ${DEADLINE:-290} - ($(date +%s) - start) ))
   [ $left -lt 40 ] && { echo "skipped $g: ${left}s left" | tee -a $out/skipped.txt; continue; }
-  timeout $left python3 -m braze.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json \
+  timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/$g --json $out/bench-$g.json \
     --torch-compile-modes ${MODES:-default} 2>&1 | tee $out/bench-$g.txt
 done

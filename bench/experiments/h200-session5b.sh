@@ -11,6 +11,6 @@ start=$(date +%s)
 timeout 60 python3 bench/kernels_check.py run /tmp/art/kcheck > $out/kernels-check.txt 2>&1
 head -c 3000 $out/kernels-check.txt
 left=$(( ${DEADLINE:-120} - ($(date +%s) - start) ))
-[ $left -gt 30 ] && timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
+[ $left -gt 30 ] && timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | head -20

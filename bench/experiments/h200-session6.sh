@@ -16,7 +16,7 @@ timeout 90 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
 python3 bench/experiments/ncu_table.py /tmp/ncu.csv > $out/ncu.txt 2>&1; cat $out/ncu.txt | head -40
 for g in 1 2 3; do
   left=$(( ${DEADLINE:-500} - ($(date +%s) - start) ))
-  [ $left -gt 40 ] && timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-$g --json $out/bench-$g.json \
+  [ $left -gt 40 ] && timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-$g --json $out/bench-$g.json \
       --torch-compile-modes default > $out/bench-$g.txt 2>&1
   grep "^| " $out/bench-$g.txt | grep -v geomean | head -12
 done

@@ -22,7 +22,7 @@ timeout 100 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
 python3 bench/experiments/kernel_tiles.py table /tmp/art/ktiles /tmp/ncu-tiles.csv > $out/tiles-ncu.txt 2>&1; cat $out/tiles-ncu.txt
 for g in 1 2; do
   left=$(( ${DEADLINE:-540} - ($(date +%s) - start) ))
-  [ $left -gt 40 ] && timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-$g --json $out/bench-$g.json \
+  [ $left -gt 40 ] && timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-$g --json $out/bench-$g.json \
       --torch-compile-modes default > $out/bench-$g.txt 2>&1
   grep "^| " $out/bench-$g.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 done

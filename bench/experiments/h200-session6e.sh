@@ -13,10 +13,10 @@ timeout 100 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
     python3 bench/kernels_check.py profile /tmp/art/kconv > /tmp/ncu-conv.csv 2>&1
 python3 bench/experiments/ncu_table.py /tmp/ncu-conv.csv $convs > $out/conv-ncu.txt 2>&1; cat $out/conv-ncu.txt | cut -c1-110
 left=$(( ${DEADLINE:-420} - ($(date +%s) - start) ))
-timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
+timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 left=$(( ${DEADLINE:-420} - ($(date +%s) - start) ))
-[ $left -gt 120 ] && timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench-max.json \
+[ $left -gt 120 ] && timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench-max.json \
     --workloads conv_bn_relu,bert_layer_bf16,gelu_mlp_bf16 --torch-compile-modes max-autotune,reduce-overhead > $out/bench-max.txt 2>&1
 grep "^| " $out/bench-max.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13

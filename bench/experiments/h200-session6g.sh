@@ -7,11 +7,11 @@
 # then on the GPU host: DEADLINE=480 bash bench/experiments/h200-session6g.sh
 start=$(date +%s)
 . bench/experiments/gpu_setup.sh
-timeout $(( ${DEADLINE:-480} - 30 )) python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
+timeout $(( ${DEADLINE:-480} - 30 )) python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 left=$(( ${DEADLINE:-480} - ($(date +%s) - start) ))
-[ $left -gt 150 ] && timeout $left python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
+[ $left -gt 150 ] && timeout $left python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
     --workloads transformer_encoder_bf16,bert_layer_bf16 --torch-compile-modes reduce-overhead,max-autotune \
     > $out/bench-modes.txt 2>&1
 grep "^| " $out/bench-modes.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13

@@ -1,6 +1,6 @@
 #!/bin/bash
 # First H200 run of the seventh session: the launcher's plan as one CUDA graph built node by node
-# (python/braze/cuda/graph.py; pointers rewritten per call instead of copies in and out) through
+# (python/braze/runtime/cuda/graph.py; pointers rewritten per call instead of copies in and out) through
 # the launch check: numerics of every zoo model against iree.runtime, ordering (two streams on one
 # executable graph), capture, per-call time against the sum of kernel times.
 # Artifacts (unchanged since the sixth session: the change is in the runtime):

@@ -11,12 +11,12 @@
 #   tarred as bench/ into .gpu/art.tar.xz; then on the GPU host: DEADLINE=560 bash bench/experiments/h200-session7b.sh
 start=$(date +%s)
 . bench/experiments/gpu_setup.sh
-timeout $(( ${DEADLINE:-560} - 170 )) python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
+timeout $(( ${DEADLINE:-560} - 170 )) python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 grep -i "geomean" -A12 $out/bench.txt | head -30
 left=$(( ${DEADLINE:-560} - ($(date +%s) - start) ))
-[ $left -gt 100 ] && timeout $(( left - 10 )) python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
+[ $left -gt 100 ] && timeout $(( left - 10 )) python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
     --workloads transformer_encoder_bf16,bert_layer_bf16 --torch-compile-modes reduce-overhead,max-autotune \
     > $out/bench-modes.txt 2>&1
 grep "^| " $out/bench-modes.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13

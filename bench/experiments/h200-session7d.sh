@@ -11,7 +11,7 @@
 #   tarred as bench/ into .gpu/art.tar.xz; then on the GPU host: DEADLINE=560 bash bench/experiments/h200-session7d.sh
 start=$(date +%s)
 . bench/experiments/gpu_setup.sh
-timeout 330 python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
+timeout 330 python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 grep -i "geomean" -A3 $out/bench.txt | tail -4
@@ -24,7 +24,7 @@ for company in "" eager eager,iree; do
   timeout 60 python3 bench/experiments/variants.py calls /tmp/calls $company 2>&1 | grep -v Warn | tee -a $out/calls.txt
 done
 left=$(( ${DEADLINE:-560} - ($(date +%s) - start) ))
-[ $left -gt 80 ] && timeout $(( left - 10 )) python3 -m braze.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
+[ $left -gt 80 ] && timeout $(( left - 10 )) python3 -m braze.tools.cli bench run /tmp/art/bench/group-1 --json $out/bench-modes.json \
     --workloads transformer_encoder_bf16,bert_layer_bf16 --torch-compile-modes reduce-overhead,max-autotune \
     > $out/bench-modes.txt 2>&1
 grep "^| " $out/bench-modes.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Fifth H200 run of the seventh session: the differential suite (300 random graphs, the zoo and
-# braze.coverage's float64 / zero-element / depthwise and grouped convolution cases, fused and
+# braze.testing.coverage's float64 / zero-element / depthwise and grouped convolution cases, fused and
 # unfused, torch and numpy inputs) on CUDA (with IREE's aggressive fusion, the new default) and Vulkan.
 # Artifacts built here:
 #   python bench/differential.py build $B/diff-cuda --device cuda --target sm_90 --seeds 0:300

@@ -16,7 +16,7 @@ python3 bench/experiments/kernel_tiles.py table /tmp/art/s9c/ktiles /tmp/ncu-dw.
 cat $out/dw-tiles-ncu.txt
 timeout 60 python3 bench/kernels_check.py run /tmp/art/s9c/kcheck > $out/dw-check.txt 2>&1
 grep -v Warn $out/dw-check.txt | head -6
-timeout 330 python3 -m braze.cli bench run /tmp/art/bench9s/group-1 --json $out/bench.json \
+timeout 330 python3 -m braze.tools.cli bench run /tmp/art/bench9s/group-1 --json $out/bench.json \
     --torch-compile-modes default > $out/bench.txt 2>&1
 grep "^| " $out/bench.txt | grep -v "p10" | cut -d'|' -f2,4,5,8,10,13
 grep -i "geomean" -A3 $out/bench.txt | tail -4

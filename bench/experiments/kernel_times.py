@@ -18,7 +18,7 @@ from braze.tools.timing import ncu_kernels
 
 def build(out: str) -> None:
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     chain, (x,) = WORKLOADS["elementwise_chain"].build("cuda")
@@ -37,7 +37,7 @@ def run(out: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     x = torch.randn(4096, 4096, device="cuda")
     for name in ("chain-default-sm_80", "chain-default-sm_90", "chain-braze-sm_90"):

@@ -1,4 +1,4 @@
-"""Per-launch host cost of cuLaunchKernel through ctypes (what braze.cuda.driver uses) and through
+"""Per-launch host cost of cuLaunchKernel through ctypes (what braze.runtime.cuda.driver uses) and through
 NVIDIA's cuda-bindings, on one kernel of a launch plan; and a whole braze launcher call.
 
     python bench/experiments/launch_cost.py DIR/chain1024.braze      (on the GPU host)

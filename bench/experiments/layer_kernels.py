@@ -19,7 +19,7 @@ LAYERS = ("transformer_encoder", "bert_layer", "transformer_encoder_bf16", "bert
 
 def build(out: str, names: list[str]) -> None:
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     for name in names or LAYERS:
@@ -32,7 +32,7 @@ def run(path: str, name: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     model, args = WORKLOADS[name].build("cuda")
     model, args = model.cuda(), [a.cuda() for a in args]

@@ -20,7 +20,7 @@ def build(out: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     for name in LAYERS:
@@ -39,7 +39,7 @@ def child(out: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     parts = []
     for name in LAYERS:

@@ -19,7 +19,7 @@ NAMES = ("transformer_encoder", "bert_layer", "transformer_encoder_bf16", "bert_
 
 def build(out: str) -> None:
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     os.makedirs(out, exist_ok=True)
     for name in NAMES:
@@ -34,7 +34,7 @@ def run(out: str) -> None:
     import torch
 
     import braze
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     print(f"{'workload':26s} {'eager ms':>9s} {'off ms':>9s} {'on ms':>9s} {'off/on':>7s} {'on vs eager':>12s} "
           f"{'transient MiB':>14s} {'max |on-eager|':>15s}")

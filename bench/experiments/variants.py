@@ -73,7 +73,7 @@ def _workload(name: str):
     """Model and inputs of a bench workload; 'attention_bf16' is braze bench's attention in bfloat16."""
     import torch
 
-    from braze.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS
 
     if name == "attention_bf16":
         model, args = WORKLOADS["attention"].build("cuda")

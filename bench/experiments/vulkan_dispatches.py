@@ -21,7 +21,7 @@ ELEMENT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int64": "i64
 
 def build(out: Path, names: list[str] | None, target: str) -> int:
     import braze
-    from braze.zoo import GPU_DEFAULT, WORKLOADS
+    from braze.testing.zoo import GPU_DEFAULT, WORKLOADS
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = []

@@ -7,7 +7,7 @@ correct on Vulkan, and the whole is correct on CPU and CUDA; on the H200 through
 result has a max relative error of 1.5. No braze pass is involved: the module is torch-mlir's
 linalg IR compiled by iree-compile and run by iree-run-module. Reduced to one dispatch (softmax(QK^T)
 V with its permuted result, IREE's SPIR-V MatmulPromoteVectorize pipeline) in
-bench/repro/vulkan_promoted_copy.py; braze avoids it (python/braze/vulkan.py, bench/NOTES.md §30).
+bench/repro/vulkan_promoted_copy.py; braze avoids it (python/braze/compiler/vulkan_workarounds.py, bench/NOTES.md §30).
 Mesa's CPU Vulkan driver (lavapipe) shows it too.
 
     python bench/repro/vulkan_mha.py build DIR     # needs torch, torch-mlir, iree-base-compiler
@@ -33,7 +33,7 @@ def build(out: str) -> None:
     import torch
     import torch.nn.functional as F
 
-    from braze import frontend
+    from braze.compiler import frontend
 
     torch.manual_seed(0)
     att = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()

@@ -8,7 +8,7 @@ reduced with --iree-flow-trace-dispatch-tensors to the first dispatch that diffe
 Wrong for the NVIDIA Vulkan targets (ampere, turing: MatmulPromoteVectorize), right for rdna3,
 valhall and llvmpipe (other pipelines), right with the copy replaced by x + x, right with the
 copy in a dispatch of its own (util.optimization_barrier), and right with the same tiles under
-BaseVectorize (which braze uses instead: braze/vulkan.py). Why: the accumulator is staged in
+BaseVectorize (which braze uses instead: braze/compiler/vulkan_workarounds.py). Why: the accumulator is staged in
 workgroup memory (the consumer cannot write it in place); after distribution to threads each
 thread's [1, 1, 4] copy of it to the output still carries the `copy_to_workgroup_memory` marker,
 and GPUDistributeSharedMemoryCopy distributes it over the workgroup again, so only thread (0, 0)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
 from braze.irutil import all_ops, remap_operands
-from braze.tuning import TuningCache
+from braze.passes.gpu.tuning import TuningCache
 
 from ..elementwise import byte_width
 from ..registry import ModulePass, decide, option, register

@@ -10,7 +10,7 @@
       <the same ops, so the module still means the same without the back end's kernels>
     }
 
-The back end (braze.kernels.embed) builds the spec's Triton kernel and makes the function's body
+The back end (braze.compiler.kernel_embed) builds the spec's Triton kernel and makes the function's body
 one dispatch of it. Why: IREE 3.13's CUDA code generator has no wgmma, TMA or TF32, and bf16
 GEMMs reach 14-25% of cuBLAS; a Triton kernel inside IREE's program ran at cuBLAS speed on the
 H200 (../shared/DESIGN.md, "Generated kernels inside IREE's program"). IREE fuses nothing into
@@ -47,7 +47,7 @@ from braze.kernels import build as kbuild
 from braze.kernels.gemm import DYNAMIC_M, EPILOGUE_OPS, choose_tile
 from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, parse_tile, read_spec
 from braze.targets import cuda_sm_count
-from braze.tuning import TuningCache
+from braze.passes.gpu.tuning import TuningCache
 
 from ..registry import ModulePass, decide, one_of, option, register
 from ..report import short_location

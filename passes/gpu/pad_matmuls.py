@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from braze._mlir import ir
 from braze.irutil import all_ops
-from braze.tuning import TuningCache
+from braze.passes.gpu.tuning import TuningCache
 
 from ..registry import ModulePass, decide, register
 from ..report import short_location

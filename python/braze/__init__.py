@@ -3,14 +3,13 @@
     fast = braze.compile(model, *example_inputs, device="cpu")
     fast(*inputs); print(fast.report); fast.save("model.braze"); braze.load("model.braze")
 
-`braze.load` and calling a loaded module need only iree-base-runtime and numpy; compiling
-needs torch, torch-mlir and iree-base-compiler.
+`braze.load` and calling a loaded module need only iree-base-runtime and numpy (braze.runtime);
+compiling needs torch, torch-mlir and iree-base-compiler (braze.compiler, braze.passes).
 """
 
-from .check import CheckResult, check
-from .compiler import CompiledModule, __version__, compile, load
-from .dynamic import DynamicModule
-from .errors import (
+__version__ = "0.1.0"
+
+from braze.errors import (
     ArtifactError,
     ArtifactExistsError,
     BrazeError,
@@ -27,17 +26,35 @@ from .errors import (
     UnsupportedOpError,
     UsageError,
 )
-from .targets import available_devices
-from . import dynamo  # noqa: E402  (torch.compile(backend="braze"); imports no torch until used)
+from braze.runtime import CompiledModule, DynamicModule, load
+from braze.targets import available_devices
+
+_COMPILE_SIDE = {"compile": "braze.compiler", "check": "braze.check", "CheckResult": "braze.check"}
+
+
+def __getattr__(name: str):
+    """braze.compile and braze.check on first use: `import braze` and braze.load import nothing
+    of the compiler (test_load_runtime_only.py); braze.dynamo is torch.compile's backend."""
+    import importlib
+
+    if name in _COMPILE_SIDE:
+        value = getattr(importlib.import_module(_COMPILE_SIDE[name]), name)
+    elif name == "dynamo":
+        value = importlib.import_module("braze.dynamo")
+    else:
+        raise AttributeError(f"module 'braze' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def set_cpu_threads(threads: int | None) -> None:
     """Threads for braze's CPU programs in this process, before the first CPU module runs: 1 runs
     each call on the calling thread (IREE's local-sync driver), N > 1 on N IREE workers, None on
-    IREE's default (a worker per physical core). braze.runtime.set_cpu_threads says more."""
-    from .runtime import set_cpu_threads as set_threads  # iree.runtime loads when it is needed
+    IREE's default (a worker per physical core). braze.runtime.cpu.set_cpu_threads says more."""
+    from braze.runtime.cpu import set_cpu_threads as set_threads  # iree.runtime loads when it is needed
 
     set_threads(threads)
+
 
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",

@@ -3,12 +3,12 @@
 Everything in braze that builds or rewrites IR before IREE (the importer, the fusion
 dialect, the passes, braze-opt) imports MLIR from here and nowhere else, so the rest of
 the code never cares which binding package it holds. IR never crosses to IREE's
-bindings as objects: it crosses as bytecode (see `braze._iree_compiler`).
+bindings as objects: it crosses as bytecode (see `braze.compiler._iree_compiler`).
 """
 
 from __future__ import annotations
 
-from .errors import DependencyError
+from braze.errors import DependencyError
 
 try:
     from torch_mlir import ir, passmanager, rewrite

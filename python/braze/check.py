@@ -21,8 +21,8 @@ import copy
 import shlex
 from dataclasses import dataclass, field
 
-from .accuracy import max_error, reference as overflow_aware_reference
-from .errors import ArtifactError, BrazeError, InputError
+from braze.accuracy import max_error, reference as overflow_aware_reference
+from braze.errors import ArtifactError, BrazeError, InputError
 
 
 @dataclass
@@ -87,8 +87,8 @@ def check(model, *inputs, device: str = "cpu", target: str | None = None, exampl
 
     import braze
 
-    from .compiler import device_pipeline
-    from .targets import resolve
+    from braze.compiler import device_pipeline
+    from braze.targets import resolve
 
     kwargs = example_kwargs or {}
     pipeline = None
@@ -151,7 +151,7 @@ def _reproduce(result: CheckResult, model, inputs, kwargs, pipeline: str, decisi
     """Write the imported IR and the braze-opt commands with and without the decision."""
     from braze.fileutil import default_reproducer_path
 
-    from .frontend import import_model
+    from braze.compiler.frontend import import_model
 
     imported = import_model(model, tuple(inputs), kwargs)
     with imported.context:

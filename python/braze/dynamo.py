@@ -18,9 +18,9 @@ A graph runs in eager instead, with one BrazeWarning saying why, when:
 - braze cannot compile it at all (the warning says why).
 A graph Dynamo made dynamic (its second size of an input: automatic dynamic shapes, or
 torch.compile(dynamic=True)) takes its symbolic sizes as inputs; braze compiles it at its first
-call as braze.compile(..., dynamic_shapes=...) does (braze.dynamic: one dynamic build for every
+call as braze.compile(..., dynamic_shapes=...) does (braze.compiler.dynamic: one dynamic build for every
 size, a static one for that first call's shapes), reading each size off the tensor dimension
-Dynamo traced it from. A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.partition;
+Dynamo traced it from. A graph with ops torch-mlir cannot lower is compiled in pieces around them (braze.compiler.partition;
 options={"partial": False} turns that off): those ops run in eager, listed in the graph's
 report (`fallbacks`) and in one warning.
 `braze.dynamo.graphs()` lists every graph this process handed braze, compiled or not, with its
@@ -34,7 +34,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from .errors import BrazeError, BrazeWarning, InputError
+from braze.errors import BrazeError, BrazeWarning, InputError
 
 
 @dataclass
@@ -66,7 +66,7 @@ def reset() -> None:
 
 
 def _compile_options() -> set[str]:
-    from .compiler import compile as braze_compile
+    from braze.compiler import compile as braze_compile
 
     params = inspect.signature(braze_compile).parameters
     return {n for n, p in params.items() if p.kind == p.KEYWORD_ONLY} - {"example_kwargs"}
@@ -103,7 +103,7 @@ def backend(gm, example_inputs, *, options: dict | None = None, mode: str | None
     import torch
     import torch.utils._pytree as pytree
 
-    from .compiler import compile as braze_compile
+    from braze.compiler import compile as braze_compile
 
     options = dict(options or {})
     unknown = sorted(set(options) - _compile_options())
@@ -169,7 +169,7 @@ def _lazy_dynamic(gm, graph: Graph, example_inputs, dynamic, spec, options: dict
     import torch
     import torch.utils._pytree as pytree
 
-    from .compiler import compile as braze_compile
+    from braze.compiler import compile as braze_compile
 
     tensors = [i for i, t in enumerate(example_inputs) if isinstance(t, torch.Tensor)]
     wrapper, shapes = dynamic

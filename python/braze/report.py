@@ -40,7 +40,7 @@ class Report:
     backend.AGGRESSIVE_FUSION) or 'default' with why (aggressive fusion failed to compile)."""
     iree_workarounds: list[str] = field(default_factory=list)
     """Dispatches braze configured differently from IREE to avoid a known IREE bug, with why
-    (braze.vulkan: a SPIR-V contraction feeding a permuting copy)."""
+    (braze.compiler.vulkan_workarounds: a SPIR-V contraction feeding a permuting copy)."""
     cpu_codegen: str = ""
     """CPU: how IREE compiles the contractions: 'data tiling (...): why' (packed operands, mmt4d
     microkernels; fusion-cpu-codegen) or IREE's default, with why."""

@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InputError
+from braze.errors import InputError
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128")

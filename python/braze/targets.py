@@ -15,7 +15,7 @@ import subprocess
 import warnings
 from dataclasses import dataclass
 
-from .errors import DeviceError
+from braze.errors import DeviceError
 
 DEVICES = ("cpu", "cuda", "vulkan")
 DRIVERS = {"cpu": "local-task", "cuda": "cuda", "vulkan": "vulkan"}

@@ -181,7 +181,7 @@ def _restore(path: Path, stripped: list, tensors: dict, into: Path) -> Path:
 
 def _call_key(model, example_inputs, device, target, options) -> dict:
     """What the build and the run must agree on for one braze.compile call."""
-    from braze.dynamic import describe_dynamic_shapes
+    from braze.compiler.dynamic import describe_dynamic_shapes
 
     opts = {k: (describe_dynamic_shapes(v) if k == "dynamic_shapes" else repr(v))
             for k, v in sorted(options.items()) if k != "example_kwargs"}
@@ -230,7 +230,7 @@ class Build:
         if not _gpu_marked(item):
             return (yield)
         import braze
-        import braze.runtime
+        import braze.runtime.program
         import braze.targets
         import torch
 
@@ -285,7 +285,7 @@ class Build:
         devices = lambda: ["cpu", "cuda", "vulkan"]
         mp.setattr(braze.targets, "available_devices", devices)
         mp.setattr(braze, "available_devices", devices)
-        mp.setattr(braze.runtime, "check_runnable", runnable)
+        mp.setattr(braze.runtime.program, "check_runnable", runnable)
         mp.setattr(torch.cuda, "_lazy_init", cuda)
         try:
             return (yield)

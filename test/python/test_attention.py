@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import braze
-from braze.attention import fuse_attention, sdpa_calls
+from braze.compiler.fx_attention import fuse_attention, sdpa_calls
 
 F32 = frozenset({torch.float32})
 

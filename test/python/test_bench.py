@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from braze.tools import bench
-from braze.zoo import CPU_DEFAULT, GPU_DEFAULT, QUICK, WORKLOADS, checksum
+from braze.testing.zoo import CPU_DEFAULT, GPU_DEFAULT, QUICK, WORKLOADS, checksum
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -73,7 +73,7 @@ def test_bench_threads_in_a_process_that_ran_cpu_programs_is_refused(capsys):
     import braze
 
     braze.compile(torch.nn.ReLU(), torch.randn(4), cache=False)(torch.randn(4))  # the CPU device opens
-    from braze.runtime import _CPU_IN_USE
+    from braze.runtime.cpu import _CPU_IN_USE
 
     other = 2 if _CPU_IN_USE[0] != 2 else 3
     assert bench.main(["--workloads", "tiny_chain", "--reps", "3", "--threads", str(other)]) == 1

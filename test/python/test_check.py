@@ -81,7 +81,7 @@ def test_check_from_the_command_line(tmp_path):
     model.write_text("import torch\n"
                      "def make():\n"
                      "    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()).eval(), (torch.randn(4, 8),)\n")
-    done = subprocess.run([sys.executable, "-m", "braze.cli", "check", f"{model}:make"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "braze.tools.cli", "check", f"{model}:make"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "verdict: braze matches eager" in done.stdout
     assert "Traceback" not in done.stderr

@@ -1,4 +1,4 @@
-"""The persistent compile cache (braze.cache): a hit in a new process, keys that change with
+"""The persistent compile cache (braze.compiler.cache): a hit in a new process, keys that change with
 what decides the result, damaged entries rebuilt, concurrent writers, `braze cache`."""
 
 import os
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import braze
-from braze import cache
+from braze.compiler import cache
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_buffers_a_cached_module_updates_are_the_models(cache_dir):
 
 def test_cli_info_and_clear(cache_dir):
     braze.compile(_model(), torch.randn(4, 16))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "braze.cli", "cache", *a], capture_output=True,  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "braze.tools.cli", "cache", *a], capture_output=True,  # noqa: E731
                                     text=True, env=dict(os.environ))
     info = run("info")
     assert info.returncode == 0 and "entries: 1" in info.stdout and str(cache_dir) in info.stdout
@@ -157,7 +157,7 @@ def test_size_bound_evicts_the_least_recently_used(cache_dir, monkeypatch):
     assert len(left) == 1 and left[0] != first
 
 
-# -- quick keys (braze.quickkey): found without torch.export, checked by a probe ---------------
+# -- quick keys (braze.compiler.quickkey): found without torch.export, checked by a probe ---------------
 
 USER_MODEL = """
 import torch

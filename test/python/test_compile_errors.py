@@ -43,7 +43,7 @@ def test_invalid_ir_braze_hands_iree_is_an_internal_error_with_a_reproducer(tmp_
     """A rewrite braze makes in IREE's context (the backend's hooks) that leaves invalid IR is
     braze's bug: an InternalError naming the verifier's complaint, with the module written as a
     reproducer, not a diagnostic from deep inside IREE's pipeline."""
-    from braze._iree_compiler import compile_module
+    from braze.compiler._iree_compiler import compile_module
 
     monkeypatch.setenv("BRAZE_REPRODUCER_DIR", str(tmp_path))
     source = ("func.func @main(%a: tensor<4xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {\n"

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import braze
-from braze import frontend
+from braze.compiler import frontend
 from braze.irutil import all_ops
 from braze.passes import runner
 from braze.passes.gpu.configs import IM2COL_ATTR, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR

@@ -2,7 +2,7 @@
 reductions, normalizations, matmuls, convolutions, pooling, reshapes, casts, integer graphs),
 each compiled with braze's passes and without, and every third one also with the CUDA
 pipeline's passes compiled for the CPU, compared with eager PyTorch in float64; the fixed
-coverage cases of braze.coverage the same way; and the bench's workloads at their CPU sizes.
+coverage cases of braze.testing.coverage the same way; and the bench's workloads at their CPU sizes.
 bench/differential.py runs the same on a GPU host, and here on any seed range (its default: the
 first 300; CI ran 300 until its 30 minutes ran out on a slow day, bench/NOTES.md §31).
 
@@ -16,10 +16,10 @@ import pytest
 import torch
 
 import braze
-from braze import coverage
+from braze.testing import coverage
 from braze.accuracy import max_error
-from braze.randomgraphs import random_graph, tolerance
-from braze.zoo import CPU_DEFAULT, WORKLOADS
+from braze.testing.randomgraphs import random_graph, tolerance
+from braze.testing.zoo import CPU_DEFAULT, WORKLOADS
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import braze
-from braze.backend import AGGRESSIVE_FUSION
+from braze.compiler.backend import AGGRESSIVE_FUSION
 
 
 class LayerNormGelu(torch.nn.Module):
@@ -54,7 +54,7 @@ def test_where_aggressive_fusion_fails_to_compile_iree_s_default_dispatches_are_
     transfer_write' op write affecting operations on global resources are restricted to
     workgroup distributed contexts"); braze compiles it with IREE's default dispatches, as the
     raw toolchain does, and says so in the report."""
-    from braze.randomgraphs import random_graph
+    from braze.testing.randomgraphs import random_graph
 
     model, args = random_graph(225)
     m = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)

@@ -8,7 +8,7 @@ import torch
 
 import braze
 from braze.errors import InputError
-from braze.zoo import BertLayer
+from braze.testing.zoo import BertLayer
 
 
 class Mlp(torch.nn.Module):
@@ -144,7 +144,7 @@ class Broadcasts(torch.nn.Module):
 
 
 def test_expands_to_their_own_sizes_are_dropped_and_broadcasts_kept():
-    from braze import fxfix
+    from braze.compiler import fxfix
 
     batch = torch.export.Dim("batch", min=1, max=32)
     args = (torch.randn(3, 4), torch.randn(1, 4))

@@ -10,7 +10,7 @@ import torch
 import braze
 import braze.dynamo
 from braze.accuracy import max_error
-from braze.zoo import CASES, CPU_DEFAULT, WORKLOADS, fresh_like
+from braze.testing.zoo import CASES, CPU_DEFAULT, WORKLOADS, fresh_like
 
 
 @pytest.fixture(autouse=True)

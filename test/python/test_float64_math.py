@@ -1,5 +1,5 @@
 """float64 math the CPU back end lacks, written out by braze (fusion-expand-f64-math, with the
-algorithms in braze.float64_math), and float64 constants torch-mlir rounded to float32.
+algorithms in braze.passes.float64_math), and float64 constants torch-mlir rounded to float32.
 
 Was: torch.sin on float64 failed to compile on the CPU ("undefined symbol: sin"), as did cos,
 tan, atan, atan2, asin, acos, tanh, log2 and erf, and torch-mlir's randn (Box-Muller's cos) and
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import braze
-from braze import float64_math as F64
+from braze.passes import float64_math as F64
 
 NAMES = ["sin", "cos", "tan", "atan", "asin", "acos", "tanh", "log2", "erf"]
 RANGES = {"sin": 1e6, "cos": 1e6, "tan": 50.0, "atan": 1e3, "asin": 1.0, "acos": 1.0, "tanh": 30.0,

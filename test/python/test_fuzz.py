@@ -15,7 +15,7 @@ import torch
 
 import braze
 from braze.accuracy import max_error
-from braze.randomgraphs import random_graph, tolerance
+from braze.testing.randomgraphs import random_graph, tolerance
 
 SEEDS = range(1000, 1016)
 CALLS = 12

@@ -849,7 +849,7 @@ def test_measured_tiles_replace_the_cost_model(tmp_path, monkeypatch):
     compile; a cached tile the template cannot take is ignored (the cost model decides)."""
     import dataclasses
 
-    from braze import tuning
+    from braze.passes.gpu import tuning
     from braze.kernels import gemm
     from braze.passes import pipelines
     from braze.tools import tune
@@ -944,7 +944,7 @@ def test_a_tile_too_large_for_shared_memory_is_named(monkeypatch):
     IREE compile (not retried without aggressive fusion, which cannot change the tile)."""
     import dataclasses
 
-    from braze import backend
+    from braze.compiler import backend
     from braze.passes import pipelines
 
     model = torch.nn.Linear(256, 512).eval().bfloat16()

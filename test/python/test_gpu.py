@@ -13,7 +13,7 @@ import torch
 
 import braze
 from braze.accuracy import max_error
-from braze.zoo import CASES, fresh_like
+from braze.testing.zoo import CASES, fresh_like
 
 GPU_TARGETS = [("cuda", "sm_90"), ("vulkan", "ampere")]
 
@@ -118,7 +118,7 @@ def test_dynamic_batch_on_the_launcher(dtype):
     """A dynamic build on CUDA runs on braze's launcher at every batch (its plan's sizes
     evaluated per shape, braze's generated GEMM and attention kernels with the batch per call),
     its results torch tensors on the GPU, matching float64 within eager's own error (x4)."""
-    from braze.zoo import BertLayer
+    from braze.testing.zoo import BertLayer
 
     torch.manual_seed(0)
     model = BertLayer().eval().to(dtype)

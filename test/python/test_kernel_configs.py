@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import braze
-from braze import tuning
+from braze.passes.gpu import tuning
 from braze.passes.gpu.configs import KernelConfig, MatmulConfig
 from braze.passes.gpu.cost_model import MATMUL_CANDIDATES, choose_config, choose_matmul_config
 
@@ -49,7 +49,7 @@ def test_cuda_compile_uses_the_configuration():
 def test_tuning_cache_overrides_the_cost_model(tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path))
     x = torch.randn(256, 1024)
-    from braze import frontend
+    from braze.compiler import frontend
     from braze.passes import runner
     from braze.passes.gpu.signatures import configured_signatures
 

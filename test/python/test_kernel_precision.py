@@ -27,7 +27,8 @@ from braze.errors import InternalError
 from braze.kernels.spec import AttentionSpec, GemmSpec, Input
 
 pytest.importorskip("triton")
-from braze.kernels import attention, build as kbuild, gemm  # noqa: E402
+from braze.kernels import build as kbuild  # noqa: E402
+from braze.kernels import attention, gemm  # noqa: E402
 from braze.kernels.precision import (artifact_kernels, mma_counts, ptx_precision, splits,  # noqa: E402
                                      summary)
 

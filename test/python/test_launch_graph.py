@@ -1,4 +1,4 @@
-"""The launcher's CUDA graph (braze.cuda.graph) against a recording stand-in for the driver: the
+"""The launcher's CUDA graph (braze.runtime.cuda.graph) against a recording stand-in for the driver: the
 nodes form a chain in the plan's order with the call's addresses, and a later call rewrites
 exactly the nodes whose buffers moved. (The graph on a real GPU: bench/launch_check.py.)"""
 
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from braze.cuda.graph import PlanGraph
-from braze.cuda.launch import _Dispatch
-from braze.cuda.plan import Ref, Step
+from braze.runtime.cuda.graph import PlanGraph
+from braze.runtime.cuda.launch import _Dispatch
+from braze.runtime.cuda.plan import Ref, Step
 
 
 class FakeDriver:

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import braze
-from braze import artifact
-from braze.cuda.plan import LaunchPlan
+from braze.runtime import artifact
+from braze.runtime.cuda.plan import LaunchPlan
 from braze.kernels.precision import artifact_kernels, summary
-from braze.zoo import CASES
+from braze.testing.zoo import CASES
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_the_plan_survives_save_and_load(compiled, tmp_path):
 def test_a_plan_reads_its_bulk_as_files_or_vmfb_offsets():
     """Both forms of a constant or a module's PTX: a file of its own (version 1, and bytes the
     vmfb lacks) and an offset into the vmfb; an offset past its end is a damaged plan."""
-    from braze.cuda.plan import Executable
+    from braze.runtime.cuda.plan import Executable
 
     plan = LaunchPlan([Executable([".entry k() {}"], [])], [b"abcd", b"wxyz"], [], [], 0, 0)
     vmfb = b"...abcd...//.entry k() {}\x00"
@@ -143,8 +143,8 @@ def test_bf16_weights_in_hex_form_make_a_plan():
 def test_constant_literals_to_bytes(text, expected):
     from types import SimpleNamespace
 
-    from braze._iree_compiler import iree_ir
-    from braze.cuda.build import _Interpreter
+    from braze.compiler._iree_compiler import iree_ir
+    from braze.compiler.cuda_plan import _Interpreter
 
     with iree_ir.Context():
         assert _Interpreter._element_bytes(SimpleNamespace(resources={}), text) == expected
@@ -160,7 +160,7 @@ def test_constant_literals_to_bytes(text, expected):
     ("min", [2147483647, 24 * 3], 72),
 ])
 def test_plan_arithmetic_follows_arith_semantics(op, args, expected):
-    from braze.cuda.plan import apply
+    from braze.runtime.cuda.plan import apply
 
     assert apply(op, args) == expected
 

@@ -1,9 +1,9 @@
-"""The CUDA launch plan against IREE's own program, on the CPU (braze.cuda.replay): IREE's VM
+"""The CUDA launch plan against IREE's own program, on the CPU (braze.runtime.cuda.plan_check): IREE's VM
 bytecode for main and its initializers, run with a recording `hal`, issues the same fills,
 copies and dispatches as the plan, with the same buffers, offsets, lengths, grids and push
 constants, for every zoo model, every bench workload (slow) and a dynamic build at several
 batch sizes. A plan builder that swaps two bindings, shifts an offset or drops a step is caught
-(the builder sabotaged in-process; cuda/build.py itself untouched). And the launcher
+(the builder sabotaged in-process; compiler/cuda_plan.py itself untouched). And the launcher
 (cuda/launch.py, a recording libcuda in place of the driver) issues IREE's commands: each
 kernel's bindings as base + offset, then its push constants."""
 
@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import braze
-from braze.cuda import build, replay
-from braze.cuda.plan import Ref, Step
-from braze.zoo import BY_NAME, CASES, WORKLOADS
+from braze.runtime.cuda import build, replay
+from braze.runtime.cuda.plan import Ref, Step
+from braze.testing.zoo import BY_NAME, CASES, WORKLOADS
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ SABOTAGES = {"swap-bindings": _swap_first_two_bindings, "shift-offset": _shift_o
 
 @pytest.mark.parametrize("sabotage", list(SABOTAGES))
 def test_a_sabotaged_plan_builder_is_caught(monkeypatch, sabotage):
-    """cuda/build.py's step resolution broken on purpose: the plan it makes for a Linear + GELU
+    """compiler/cuda_plan.py's step resolution broken on purpose: the plan it makes for a Linear + GELU
     still passes the plan's own validation, and the replay names the step that differs."""
     real = build._Interpreter._resolve
 
@@ -224,7 +224,7 @@ def test_the_launcher_issues_ireees_commands(compiled, name, monkeypatch):
     them) are IREE's program's commands with each buffer at a device address: every kernel gets its
     bindings as base + offset, then its push constants; fills and copies their addresses and
     byte counts. Checked against the replay of IREE's bytecode, not against the plan."""
-    from braze.cuda.launch import Launcher
+    from braze.runtime.cuda.launch import Launcher
 
     module = compiled(name)
     plan = module.plan

@@ -102,6 +102,55 @@ def test_no_import_cycles():
     assert _cycles(_graph()) == []
 
 
+ROOMS = [
+    ("floor", ("braze.errors", "braze.fileutil", "braze.nativeio", "braze.signature", "braze.targets",
+               "braze.report", "braze.progress", "braze.accuracy", "braze._mlir", "braze.irutil")),
+    ("kernels", ("braze.kernels",)), ("dialects", ("braze.dialects",)), ("runtime", ("braze.runtime",)),
+    ("testing", ("braze.testing",)),
+    ("passes", ("braze.passes",)),
+    ("compiler", ("braze.compiler",)),
+    ("front", ("braze.check", "braze.dynamo")), ("tools", ("braze.tools",)), ("main", ("braze.__main__",)),
+]
+"""The house, bottom up: a room imports only rooms listed before it (the floor: formats and
+helpers both sides share). The runtime (braze.load) and the compiler's rooms meet only where the
+compiler returns a CompiledModule. `braze` itself, the package everything passes through, is
+no room: it loads the runtime and, on first use, braze.compile."""
+
+LAYER = {"floor": 0, "kernels": 1, "dialects": 1, "runtime": 1, "testing": 1, "passes": 2, "compiler": 3,
+         "front": 4, "tools": 5, "main": 6}
+
+
+def _room(module: str) -> str | None:
+    for room, prefixes in ROOMS:
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return room
+    return None
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = _room(module), _room(target)
+            if None not in (a, b) and a != b and LAYER[b] >= LAYER[a]:
+                wrong.append(f"{module} ({a}) imports {target} ({b})")
+    return sorted(wrong)
+
+
+def test_every_module_has_a_room():
+    assert [m for m in _modules() if m != "braze" and _room(m) is None] == []
+
+
+def test_rooms_import_only_rooms_below_them():
+    assert _upward_imports(_graph()) == []
+
+
+def test_an_upward_import_is_found():
+    assert _upward_imports({"braze.runtime.module": {"braze.compiler.stages", "braze.errors"},
+                            "braze.passes.gpu.split_k": {"braze.kernels.spec"}}) == [
+        "braze.runtime.module (runtime) imports braze.compiler.stages (compiler)"]
+
+
 def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

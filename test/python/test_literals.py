@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-import braze.frontend as frontend
+import braze.compiler.frontend as frontend
 
 
 class Weights(nn.Module):

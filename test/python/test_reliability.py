@@ -20,7 +20,9 @@ import torch
 import torch.nn.functional as F
 
 import braze
-from braze import artifact, fileutil, frontend
+from braze import fileutil
+from braze.compiler import frontend
+from braze.runtime import artifact
 
 
 def M(fn, name=None):
@@ -443,7 +445,7 @@ def test_the_same_tensor_passed_twice_compiles_two_inputs():
 def test_a_check_that_always_fails_is_a_compile_error(monkeypatch):
     """torch-mlir's decomposition of adaptive max pooling (which braze keeps it from using, see
     frontend.BACKEND_LEGAL) lowers a size the output does not divide to a check that always fails."""
-    from braze import frontend
+    from braze.compiler import frontend
 
     monkeypatch.setattr(frontend, "TORCH_TO_BACKEND", frontend._torch_to_backend(()))
     with pytest.raises(braze.UnsupportedOpError, match="fails on every call"):

@@ -1,5 +1,5 @@
 """Vulkan: the target braze picks for a device, and braze's fix for IREE 3.13's SPIR-V
-MatmulPromoteVectorize bug (braze/vulkan.py). The compile-only tests run anywhere; the tests
+MatmulPromoteVectorize bug (braze/compiler/vulkan_workarounds.py). The compile-only tests run anywhere; the tests
 marked vulkan need a Vulkan device (a GPU, or Mesa's CPU driver: apt-get install mesa-vulkan-drivers)."""
 
 import re
@@ -39,8 +39,8 @@ func.func @main(%p: tensor<8x16x16xf32>, %v: tensor<8x16x64xf32>, %w: tensor<8x1
 def _configured(source: str, target: str) -> tuple[list[str], dict[str, str]]:
     """(what braze changed, each dispatch's pipeline) for a module compiled for a Vulkan target."""
     # imported here: the vulkan-marked test below runs (--gpu-run) where IREE's compiler is not installed
-    from braze._iree_compiler import compile_module
-    from braze.vulkan import avoid_promoted_permuting_copies
+    from braze.compiler._iree_compiler import compile_module
+    from braze.compiler.vulkan_workarounds import avoid_promoted_permuting_copies
 
     pipelines = {}
 
@@ -148,8 +148,8 @@ def test_widened_bf16_contractions_compute_the_same_values(monkeypatch):
     """The widening is exact: the same model on the CPU with and without it gives the same
     result up to the order of float32 sums (both accumulate bf16 products in float32), close to
     float64 eager."""
-    from braze import backend
-    from braze.vulkan import widen_bf16_contractions
+    from braze.compiler import backend
+    from braze.compiler.vulkan_workarounds import widen_bf16_contractions
 
     torch.manual_seed(0)
     model = _ConvLinearBF16().eval().bfloat16()

@@ -1,6 +1,6 @@
 """Every zoo model, compiled with and without fusion, equals eager PyTorch on fresh random inputs.
 
-Tolerance per case (braze.zoo.CASES): max |braze - eager| / max |eager| <= 1e-5 for float32
+Tolerance per case (braze.testing.zoo.CASES): max |braze - eager| / max |eager| <= 1e-5 for float32
 models (1e-4 for the transformer layer, whose softmax and layer norms accumulate rounding),
 1e-2 for float16, 2e-2 for bfloat16 (about 3 ulps at their precision), exact for ints and bools.
 """
@@ -10,7 +10,7 @@ import torch
 
 import braze
 from braze.accuracy import max_error
-from braze.zoo import CASES, fresh_like
+from braze.testing.zoo import CASES, fresh_like
 
 
 @pytest.mark.slow

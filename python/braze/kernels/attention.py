@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from .gemm import TL_TYPES, TRITON_TYPES, rounding_source
-from .spec import AttentionSpec
+from braze.kernels.gemm import TL_TYPES, TRITON_TYPES, rounding_source
+from braze.kernels.spec import AttentionSpec
 
 LOG2E = 1.4426950408889634
 

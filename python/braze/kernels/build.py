@@ -26,9 +26,9 @@ from pathlib import Path
 from braze.errors import CompileError, KernelResourceError
 from braze.fileutil import cache_home, write_atomically
 
-from . import attention, gemm, triton_version
-from .precision import check_precision
-from .spec import AttentionSpec, GemmSpec
+from braze.kernels import attention, gemm, triton_version
+from braze.kernels.precision import check_precision
+from braze.kernels.spec import AttentionSpec, GemmSpec
 
 Spec = GemmSpec | AttentionSpec
 
@@ -50,7 +50,7 @@ class Built:
     cached: bool
     scratch: int = 0
     """Bytes of global scratch a program takes (TMA descriptors made on the device): braze binds
-    a buffer of grid x scratch after the kernel's own (braze.kernels.embed)."""
+    a buffer of grid x scratch after the kernel's own (braze.compiler.kernel_embed)."""
 
 
 def available(arch: str) -> str | None:

@@ -8,7 +8,7 @@ groups of GROUP_M row tiles so that neighbouring programs share B's columns in L
 Its parameters are what IREE's CUDA HAL passes an external executable: the bindings in
 dispatch order (A, B, the epilogue inputs, C) as device pointers; the shapes are compile-time
 constants (braze compiles static shapes), and the two scratch pointers Triton appends are fed by
-two dummy 32-bit push constants (braze.kernels.embed).
+two dummy 32-bit push constants (braze.compiler.kernel_embed).
 
 Split K (a tile's sixth entry, S > 1): where the output has too few tiles to fill the SMs and K
 is long, S programs share a tile, each summing 1/S of the K loop. Each stores its partial
@@ -29,7 +29,7 @@ import math
 import struct
 import textwrap
 
-from .spec import GemmSpec
+from braze.kernels.spec import GemmSpec
 
 TL_TYPES = {"f32": "tl.float32", "bf16": "tl.bfloat16", "f16": "tl.float16"}
 TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
@@ -190,7 +190,7 @@ def split(spec: GemmSpec) -> int:
 def tma(spec: GemmSpec) -> bool:
     """Whether A and B are read through TMA descriptors (a tile's seventh entry, 1): the
     descriptors are made on the device, in a global scratch buffer Triton asks for, which braze
-    binds after the kernel's own buffers (braze.kernels.embed)."""
+    binds after the kernel's own buffers (braze.compiler.kernel_embed)."""
     return len(spec.tile) > 6 and spec.tile[6] == 1
 
 

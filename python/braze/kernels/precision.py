@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from braze.errors import InternalError
 
-from .spec import AttentionSpec, GemmSpec, read_spec
+from braze.kernels.spec import AttentionSpec, GemmSpec, read_spec
 
 SPEC_LINE = "// braze kernel: "
 """The first line of an embedded kernel's PTX: this, then its spec's JSON (a PTX comment)."""

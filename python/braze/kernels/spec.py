@@ -3,7 +3,7 @@
 `fusion-generate-kernels` outlines a matmul with its prologue casts and epilogue chain (or an
 attention op with its mask) into a private function and records a GemmSpec (AttentionSpec) on it (`braze.kernel`, JSON text, a discardable
 attribute the front end's context can hold). The back end turns the spec into a Triton kernel
-and the function body into one dispatch of it (braze.kernels.embed). This module imports
+and the function body into one dispatch of it (braze.compiler.kernel_embed). This module imports
 neither MLIR binding nor Triton: the spec is plain data.
 
 The epilogue is a straight-line program over [BM, BN] tiles:

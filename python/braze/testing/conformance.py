@@ -541,7 +541,7 @@ for name, fn, shapes, ref in (
         add(name, "misc", fn, rand(*shapes) if name != "isclose_nan_to_num" else rand(*shapes, low=0.0, high=1.0),
             reference=ref, unsupported=unsupported)
 
-# float64 math written out for the CPU (braze.float64_math): wide ranges, both signs
+# float64 math written out for the CPU (braze.passes.float64_math): wide ranges, both signs
 for name, fn, low, high in (("sin", torch.sin, -1e4, 1e4), ("cos", torch.cos, -1e4, 1e4), ("tan", torch.tan, -20.0, 20.0),
                             ("atan", torch.atan, -50.0, 50.0), ("asin", torch.asin, -1.0, 1.0),
                             ("acos", torch.acos, -1.0, 1.0), ("tanh", torch.tanh, -25.0, 25.0),

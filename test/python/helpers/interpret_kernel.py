@@ -87,9 +87,9 @@ if split:  # the counters zeroed, the workspace not (IREE's fill and transient, 
 else:
     out_args = [out]
 grid = tpl.grid(spec)[:2]
-if isinstance(spec, AttentionSpec) and spec.dynamic_batch:  # as braze.kernels.embed's count region
+if isinstance(spec, AttentionSpec) and spec.dynamic_batch:  # as braze.compiler.kernel_embed's count region
     grid = (grid[0], heads)
-if not isinstance(spec, AttentionSpec) and spec.dynamic_m:  # as braze.kernels.embed's count region
+if not isinstance(spec, AttentionSpec) and spec.dynamic_m:  # as braze.compiler.kernel_embed's count region
     out_args.append(m)
     grid = (-(-m // spec.tile[0]) * tpl.tiles_n(spec), 1)
 fn[grid](*args, *out_args, **tpl.constexprs(spec))

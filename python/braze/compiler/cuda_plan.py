@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from braze._iree_compiler import iree_ir
+from braze.compiler._iree_compiler import iree_ir
 from braze.irutil import all_ops
 
-from .plan import Executable, LaunchPlan, Output, Ref, Step, Sym, apply, read_cuda_executable, split_top
+from braze.runtime.cuda.plan import Executable, LaunchPlan, Output, Ref, Step, Sym, apply, read_cuda_executable, split_top
 
 
 class Unsupported(Exception):
@@ -82,7 +82,7 @@ _ARITH = {
     "arith.minsi": "min", "arith.maxsi": "max", "arith.minui": "minu", "arith.maxui": "maxu", "arith.shli": "shl",
     "arith.shrui": "shru", "arith.shrsi": "shrs", "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor",
 }
-"""IREE's host-side index arithmetic, by the plan's node names (braze.cuda.plan.apply)."""
+"""IREE's host-side index arithmetic, by the plan's node names (braze.runtime.cuda.plan.apply)."""
 _CASTS = {"arith.index_cast", "arith.index_castui", "arith.extui", "arith.extsi"}
 
 

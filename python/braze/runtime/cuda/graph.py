@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .driver import check
+from braze.runtime.cuda.driver import check
 
 _u32, _sz, _p = ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p
 CU_MEMORYTYPE_DEVICE = 2

@@ -2,7 +2,7 @@
 with a `hal` module that records instead of executing, and compare the HAL commands it issues
 with the plan's steps.
 
-cuda/build.py makes the plan by interpreting IREE's HAL-phase MLIR. This module reads none of
+compiler/cuda_plan.py makes the plan by interpreting IREE's HAL-phase MLIR. This module reads none of
 that: it runs the bytecode in the .vmfb (the program iree.runtime runs on the GPU host), so a
 plan that reads a weight where IREE binds the input, shifts an offset, or drops a step, differs
 from what IREE's program does and is reported with the step, binding and numbers.
@@ -47,7 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan import FlatbufferTable, LaunchPlan, Ref, split_top
+from braze.runtime.cuda.plan import FlatbufferTable, LaunchPlan, Ref, split_top
 
 
 class ReplayError(Exception):

@@ -24,9 +24,9 @@ import threading
 
 from braze.errors import DeviceError, InputError, InternalError
 
-from .driver import Driver, check
-from .graph import PlanGraph
-from .plan import LaunchPlan, Ref, Step
+from braze.runtime.cuda.driver import Driver, check
+from braze.runtime.cuda.graph import PlanGraph
+from braze.runtime.cuda.plan import LaunchPlan, Ref, Step
 
 ALIGNMENT = 64
 """Bytes IREE's kernels assume a binding's base is aligned to; other inputs are copied."""

@@ -11,8 +11,8 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from .errors import CompileError, DependencyError
-from .nativeio import captured_stderr
+from braze.errors import CompileError, DependencyError
+from braze.nativeio import captured_stderr
 
 try:
     from iree.compiler import ir as iree_ir
@@ -43,8 +43,8 @@ def _failure_message(what: str, diagnostics: list[str], native: str) -> str:
 def _invalid_ir(what: str, problem: str, error: Exception, text: str | None) -> Exception:
     """InternalError for IR braze hands IREE that IREE's parser or verifier rejects, with the IR
     written where the pass runner writes its reproducers (BRAZE_REPRODUCER_DIR, else the temp dir)."""
-    from .errors import InternalError
-    from .fileutil import default_reproducer_path, write_reproducer
+    from braze.errors import InternalError
+    from braze.fileutil import default_reproducer_path, write_reproducer
 
     first = str(error).strip().splitlines()
     where = ""
@@ -70,7 +70,7 @@ class CompiledVmfb:
     dispatch_fusion: str = ""
     """How IREE formed dispatches where braze chose (backend.AGGRESSIVE_FUSION)."""
     workarounds: list = field(default_factory=list)
-    """Dispatches braze configured differently from IREE to avoid an IREE bug (braze.vulkan)."""
+    """Dispatches braze configured differently from IREE to avoid an IREE bug (braze.compiler.vulkan_workarounds)."""
 
 
 _PROBED: dict[tuple, str | None] = {}

@@ -1,6 +1,6 @@
 """The back end's half: each outlined kernel function becomes one dispatch of a generated kernel.
 
-In IREE's context (a module hook of braze.backend, before IREE compiles), every private function
+In IREE's context (a module hook of braze.compiler.backend, before IREE compiles), every private function
 carrying a `braze.kernel` spec gets the kernel built (braze.kernels.build) and embedded as an
 external executable; the function's body, which computed the same thing in linalg, becomes
 
@@ -31,14 +31,14 @@ and its workspace, a result nobody reads (bindings: operands, then untied result
 
 from __future__ import annotations
 
-from braze._iree_compiler import iree_ir
+from braze.compiler._iree_compiler import iree_ir
 from braze.errors import CompileError
 from braze.irutil import all_ops
 
-from . import build as kbuild
-from . import gemm
-from .precision import SPEC_LINE
-from .spec import ATTR, AttentionSpec, GemmSpec, read_spec
+from braze.kernels import build as kbuild
+from braze.kernels import gemm
+from braze.kernels.precision import SPEC_LINE
+from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, read_spec
 
 
 def kernel_functions(module) -> list:

@@ -17,10 +17,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DependencyError, ExportError, InternalError, UnsupportedOpError
-from .fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
+from braze.errors import DependencyError, ExportError, InternalError, UnsupportedOpError
+from braze.compiler.fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
                     replace_prims_views)
-from .signature import Signature, signature_from_export
+from braze.signature import Signature, signature_from_export
 
 try:
     import torch
@@ -31,8 +31,8 @@ except ImportError as e:  # pragma: no cover
 
 from braze.dialects.fusion import new_context
 
-from ._mlir import fx_importer, ir, passmanager
-from .irutil import all_ops
+from braze._mlir import fx_importer, ir, passmanager
+from braze.irutil import all_ops
 
 BACKEND_LEGAL = ("aten.adaptive_max_pool1d", "aten.adaptive_max_pool2d")
 """Ops torch-mlir's torch-to-backend pipeline must not decompose: its decomposition of adaptive
@@ -200,7 +200,7 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None,
     """Export and import a model to linalg-on-tensors IR.
 
     attention: torch dtypes whose attention becomes one tm_tensor.attention op (see
-    braze.attention): softmax(q k^T * c) v written out is rewritten as SDPA, and SDPA is kept
+    braze.compiler.fx_attention): softmax(q k^T * c) v written out is rewritten as SDPA, and SDPA is kept
     whole, when every SDPA call of the model has one of these dtypes (torch-mlir lowers all
     or none). Where torch-mlir cannot lower an SDPA form, the model is imported again with
     attention decomposed, as with an empty set.
@@ -228,14 +228,14 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     if exported is None:
         exported = export(model, args, kwargs, dynamic_shapes)
     FxImporter, torch_dialect, table = fx_importer()
-    from .decompositions import extra_decompositions
-    from .float64_math import constant_decompositions
+    from braze.compiler.decompositions import extra_decompositions
+    from braze.passes.float64_math import constant_decompositions
 
     table = {**table, **extra_decompositions(), **constant_decompositions()}
     found = {}
     keep_sdpa = False
     if attention:
-        from .attention import fuse_attention, sdpa_calls
+        from braze.compiler.fx_attention import fuse_attention, sdpa_calls
 
         found["rewritten"] = fuse_attention(exported.graph_module, attention)
         calls = sdpa_calls(exported.graph)
@@ -423,7 +423,7 @@ def _refuse_data_dependent_sizes(exported, model) -> None:
 
 def _aten_name(target) -> str:
     """An FX node's target as braze's errors name aten ops: torch.ops.aten.index.Tensor ->
-    'aten.index' (braze.partition's fallbacks too)."""
+    'aten.index' (braze.compiler.partition's fallbacks too)."""
     name = getattr(target, "name", None)
     text = (name() if callable(name) else str(target)).replace("::", ".")
     if "aten." in text:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from ._iree_compiler import iree_ir
-from .errors import CompileError
-from .irutil import all_ops
+from braze.compiler._iree_compiler import iree_ir
+from braze.errors import CompileError
+from braze.irutil import all_ops
 
 PROMOTED = "MatmulPromoteVectorize"
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")

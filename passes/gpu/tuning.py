@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .fileutil import cache_home
+from braze.fileutil import cache_home
 
 
 def default_path() -> Path:

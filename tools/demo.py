@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .accuracy import max_error
+from braze.accuracy import max_error
 
 
 def run_demo(device: str = "cpu", fusion: bool = True) -> int:

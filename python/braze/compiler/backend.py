@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from braze.passes.gpu.configs import CONFIG_ATTRS, KernelConfig, MatmulConfig, parse_config
 
-from ._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text, probe_flags
-from .errors import CompileError, DeviceError, KernelResourceError
-from .irutil import all_ops
-from .targets import Target
+from braze.compiler._iree_compiler import CompiledVmfb, compile_module, iree_ir, module_text, probe_flags
+from braze.errors import CompileError, DeviceError, KernelResourceError
+from braze.irutil import all_ops
+from braze.targets import Target
 
 # IREE 3.13's own sm_80 target description; Hopper differs in arch, PTX version and the
 # shared memory a workgroup may use (227 KiB). The MMA list stays mma.sync: IREE 3.13
@@ -202,7 +202,7 @@ def default_output_storage(target: Target) -> bool:
 def _embed_kernels(arch: str):
     """Each function fusion-generate-kernels outlined becomes a dispatch of its generated kernel."""
     def hook(module) -> None:
-        from .kernels.embed import embed_kernels, kernel_functions
+        from braze.compiler.kernel_embed import embed_kernels, kernel_functions
 
         if kernel_functions(module):
             embed_kernels(module, arch)
@@ -242,7 +242,7 @@ braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md Â
 
 def _common_flags(target: Target, float64: bool, aggressive_fusion: bool | None = None) -> list[str]:
     """`float64`: IREE keeps 64-bit floats instead of demoting them to 32 bits, its default
-    (braze.compiler._keeps_float64 decides: the model's float64 and complex128 inputs and results,
+    (braze.compiler.stages._keeps_float64 decides: the model's float64 and complex128 inputs and results,
     and on the CPU the float64 a program computes in, but for LayerNorm's and GroupNorm's statistics).
     CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION), and so does the CPU where
     braze's pipeline asks (`aggressive_fusion`, None: the target's default)."""
@@ -298,7 +298,7 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     if target.device == "cuda":
         hooks.insert(0, _embed_kernels(target.arch))
     if target.device == "vulkan":
-        from .vulkan import widen_bf16_contractions
+        from braze.compiler.vulkan_workarounds import widen_bf16_contractions
 
         hooks.append(widen_bf16_contractions)
     if target.device in ("cpu", "vulkan"):
@@ -323,18 +323,18 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes.
 
     launch_plan: (input bytes, output bytes) of main's tensors: also read a CUDA launch plan off
-    IREE's HAL program (braze.cuda.build); CompiledVmfb.at_hal is the plan, or why there is none.
+    IREE's HAL program (braze.compiler.cuda_plan); CompiledVmfb.at_hal is the plan, or why there is none.
     aggressive_fusion: IREE's aggressive dispatch fusion, None for the target's default."""
     flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
     at_hal = None
     if launch_plan is not None:
-        from .cuda.build import plan_or_reason
+        from braze.compiler.cuda_plan import plan_or_reason
 
         inputs, outputs = launch_plan
         at_hal = lambda module_op: plan_or_reason(module_op, inputs, outputs)  # noqa: E731
     at_configurations = None
     if target.device == "vulkan":
-        from .vulkan import avoid_promoted_permuting_copies as at_configurations
+        from braze.compiler.vulkan_workarounds import avoid_promoted_permuting_copies as at_configurations
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .errors import UsageError
+from braze.errors import UsageError
 
 SEED = 0
 """Seed of the bench workloads' weights and inputs."""

@@ -1,7 +1,7 @@
 """The CUDA launch plan: everything braze needs to run a compiled module's kernels itself, on
 torch's current stream, without IREE's runtime.
 
-A plan is read off IREE's own output for the module (cuda/build.py: the HAL-level program,
+A plan is read off IREE's own output for the module (compiler/cuda_plan.py: the HAL-level program,
 before IREE turns it into VM bytecode) and saved beside the .vmfb in the artifact:
 
     executables   each executable's PTX modules and kernels (name, block size, dynamic shared
@@ -15,7 +15,7 @@ before IREE turns it into VM bytecode) and saved beside the .vmfb in the artifac
     exprs         a dynamic build's sizes: the index arithmetic IREE's program does on the inputs'
                   dimensions, as a list of nodes; a number of the plan that depends on them is
                   Sym(i), node i's value. `concrete(shapes)` evaluates them for one call's input
-                  shapes into a plan of plain numbers (braze.cuda.launch runs one per shape).
+                  shapes into a plan of plain numbers (braze.runtime.cuda.launch runs one per shape).
 
 Needs only the standard library: it is read on the GPU host, where there is no compiler.
 """
@@ -392,7 +392,7 @@ IDENTIFIER = b"CDA1"
 
 class FlatbufferTable:
     """A flatbuffer table: fields by index through its vtable (IREE's CUDA executables here,
-    its VM bytecode modules in braze.cuda.replay). `buf`: bytes or a memoryview."""
+    its VM bytecode modules in braze.runtime.cuda.plan_check). `buf`: bytes or a memoryview."""
 
     def __init__(self, buf, pos: int):
         self.buf, self.pos = buf, pos

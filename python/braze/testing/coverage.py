@@ -8,7 +8,7 @@ graphs and the zoo do not reach, each small, named and seeded.
     grouped2_<dtype>    Conv2d with groups = 2, 3x3, 8 -> 16 channels
     grouped4_<dtype>    Conv2d with groups = 4, 1x1, stride 2 (a grouped pointwise convolution)
 
-with <dtype> float32, float16 and bfloat16. Needs only torch, like braze.randomgraphs.
+with <dtype> float32, float16 and bfloat16. Needs only torch, like braze.testing.randomgraphs.
 
     for case in CASES:
         model, inputs = case.build()
@@ -33,7 +33,7 @@ class Case:
     """The dtype the model computes in."""
     description: str
     known: dict = field(default_factory=dict)
-    """device -> (stage, why), as in braze.zoo.Case: failures of IREE itself, expected strictly."""
+    """device -> (stage, why), as in braze.testing.zoo.Case: failures of IREE itself, expected strictly."""
 
     def tolerance(self, reference_error: float) -> float:
         """Allowed max_error against float64 eager: ten times eager's own error in the model's

@@ -20,7 +20,7 @@ import copy
 import warnings
 from dataclasses import dataclass, field
 
-from .errors import BrazeError, BrazeWarning, CompileError, UnsupportedOpError
+from braze.errors import BrazeError, BrazeWarning, CompileError, UnsupportedOpError
 
 MAX_ROUNDS = 16
 """Ops that cannot be compiled, found one failing compile at a time: at most this many rounds."""
@@ -138,7 +138,7 @@ def _culprits(error, piece: list[str], gm, eager, braze_compile, example_inputs,
     """The nodes of a failing piece (names, in gm's order) to run in eager, and how they were
     found: every node of the aten op the error names; the FX node it names; else the shortest
     failing prefix of the piece, by bisection (its last node is one that the compile cannot take)."""
-    from .frontend import _aten_name
+    from braze.compiler.frontend import _aten_name
 
     order = [n.name for n in gm.graph.nodes if n.name in set(piece)]
     op = getattr(error, "op", None)
@@ -187,8 +187,8 @@ def _data_dependent(gm) -> dict[str, str]:
 def compile_partial(braze_compile, model, example_inputs: tuple, example_kwargs: dict | None = None, **options):
     """braze_compile(model, ...) (braze.compile) if it compiles whole, else a PartialModule (see
     the module doc)."""
-    from .decompositions import extra_decompositions
-    from .frontend import _aten_name, _last_frame, _quiet_torch, export, fx_importer
+    from braze.compiler.decompositions import extra_decompositions
+    from braze.compiler.frontend import _aten_name, _last_frame, _quiet_torch, export, fx_importer
 
     try:
         return braze_compile(model, *example_inputs, example_kwargs=example_kwargs, **options)

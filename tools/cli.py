@@ -6,7 +6,7 @@
     braze bench ...            latency, kernels and compile time against torch
     braze tune ...             measure kernel configurations on a GPU host, import the winners
     braze check MODEL ...      compare with eager in float64; bisect to the rewrite that breaks it
-    braze cache info|clear     the persistent compile cache (braze.cache)
+    braze cache info|clear     the persistent compile cache (braze.compiler.cache)
     braze devices              which devices iree.runtime can open here
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import BrazeError, UsageError
+from braze.errors import BrazeError, UsageError
 
 
 def _demo(args) -> int:
-    from .demo import run_demo
+    from braze.tools.demo import run_demo
 
     return run_demo(device=args.device, fusion=not args.no_fusion)
 
@@ -34,7 +34,7 @@ def _tool(name: str):
 
 
 def _cache(args) -> int:
-    from . import cache
+    from braze.compiler import cache
 
     if args.action == "clear":
         print(f"removed {cache.clear()} compiled modules from {cache.root()}")
@@ -46,7 +46,7 @@ def _cache(args) -> int:
 
 
 def _devices(args) -> int:
-    from .targets import available_devices
+    from braze.targets import available_devices
 
     print("\n".join(available_devices()))
     return 0

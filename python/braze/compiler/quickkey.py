@@ -1,6 +1,6 @@
 """The compile cache's quick key: a hit found without torch.export.
 
-The cache's own key (braze.cache.key) is made of the exported program, and in a new process
+The cache's own key (braze.compiler.cache.key) is made of the exported program, and in a new process
 torch.export's first call costs ~1.5-2 s (it imports and warms up Dynamo's tracing machinery):
 14-64% of a cold compile of the bench's models (bench/NOTES.md §19). The quick key finds the
 entry from what the user hands braze.compile, before any export:
@@ -41,7 +41,7 @@ import sysconfig
 import types
 from pathlib import Path
 
-from . import cache
+from braze.compiler import cache
 
 QUICK_VERSION = 1
 _FILE_HASHES: dict = {}
@@ -304,7 +304,7 @@ def remember(quick: str, export_key: str, model, args: tuple, kwargs: dict, modu
              "args": _detached(args), "kwargs": _detached(kwargs or {}), "outputs": first}
     import io
 
-    from .fileutil import write_atomically
+    from braze.fileutil import write_atomically
 
     data = io.BytesIO()
     torch.save(index, data)

@@ -9,7 +9,7 @@ The key is a SHA-256 over everything that decides what braze.compile produces:
   and float32 choices), the tuning cache's bytes,
 - the versions of braze's own sources (a hash of its files), torch, torch-mlir, IREE and Triton.
 A hit skips import, fusion, IREE and Triton. Export is what this key is made of; a quick key
-(braze.quickkey: the model's classes, attributes and weights, the inputs' specs, validated by
+(braze.compiler.quickkey: the model's classes, attributes and weights, the inputs' specs, validated by
 one eager call on a remembered probe) finds the entry without it, which in a new process saves
 torch.export's ~2 s first call.
 Entries are artifacts (`CompiledModule.save`), written atomically: concurrent compiles of one
@@ -27,8 +27,8 @@ import json
 import os
 from pathlib import Path
 
-from .errors import BrazeError
-from .fileutil import cache_home
+from braze.errors import BrazeError
+from braze.fileutil import cache_home
 
 _SOURCE_HASH = None
 
@@ -115,7 +115,7 @@ def _put_context(put, options: dict, target: str, pipeline: str, tuning_path: st
     put("versions", json.dumps(versions, sort_keys=True, default=repr))
     put("braze-sources", source_hash())
     try:
-        from .kernels import triton_version
+        from braze.kernels import triton_version
 
         put("triton", triton_version())
     except ImportError:

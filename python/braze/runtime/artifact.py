@@ -19,8 +19,8 @@ import io
 import zipfile
 from pathlib import Path
 
-from .errors import ArtifactError, ArtifactExistsError
-from .fileutil import write_atomically
+from braze.errors import ArtifactError, ArtifactExistsError
+from braze.fileutil import write_atomically
 
 FORMAT = "braze-artifact"
 FORMAT_VERSION = 1
