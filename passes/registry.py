@@ -10,19 +10,73 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import importlib
 import math
 import os
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
-from braze._mlir import ir, passmanager
 from braze.errors import PassPipelineError
 
-PASSES: dict[str, type["ModulePass"]] = {}
+if TYPE_CHECKING:
+    from braze._mlir import ir, passmanager
+
+PASS_MODULES = {
+    "fusion-form-groups": "braze.passes.form_groups",
+    "fusion-lower-to-linalg": "braze.passes.lower_to_linalg",
+    "fusion-report": "braze.passes.report",
+    "fusion-fold-broadcast-matmul": "braze.passes.fold_broadcast_matmul",
+    "fusion-expand-f64-math": "braze.passes.expand_f64_math",
+    "fusion-cpu-codegen": "braze.passes.cpu.cpu_codegen",
+    "fusion-expand-erf": "braze.passes.cpu.expand_erf",
+    "fusion-conv-to-matmul": "braze.passes.gpu.conv_to_matmul",
+    "fusion-generate-kernels": "braze.passes.gpu.generate_kernels",
+    "fusion-pad-matmuls": "braze.passes.gpu.pad_matmuls",
+    "fusion-split-k": "braze.passes.gpu.split_k",
+    "fusion-configure-kernels": "braze.passes.gpu.configure_kernels",
+}
+"""Where each of braze's passes is defined: a name's module is imported when the name is first
+looked up (lazy registration, as xDSL's `get_all_passes`), so printing or parsing a pipeline's
+text imports no MLIR and only the passes it names are loaded. test_registry.py checks the table
+against the classes the modules register."""
+
+PIPELINE_MODULES = {name: "braze.passes.pipelines" for name in (
+    "fusion-default-pipeline", "fusion-baseline-pipeline", "fusion-cpu-pipeline", "fusion-cuda-pipeline",
+    "fusion-vulkan-pipeline")}
+"""Where each named pipeline is defined (pipelines.py imports no MLIR)."""
+
+
+class _Table(Mapping):
+    """Name -> class, loading a name's module on first lookup; classes `register`ed outside the
+    tables (a user's own pass) are found once their module has run."""
+
+    def __init__(self, modules: dict[str, str]):
+        self.modules = modules
+        self.loaded: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> type:
+        if name not in self.loaded and name in self.modules:
+            importlib.import_module(self.modules[name])
+            if name not in self.loaded:
+                raise RuntimeError(f"{self.modules[name]} registers no '{name}' (passes/registry.py's table)")
+        return self.loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.modules or name in self.loaded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(set(self.modules) | set(self.loaded)))
+
+    def __len__(self) -> int:
+        return len(set(self.modules) | set(self.loaded))
+
+
+PASSES: Mapping[str, type["ModulePass"]] = _Table(PASS_MODULES)
 """Every braze pass, by name."""
 
-PIPELINES: dict[str, type["PassPipeline"]] = {}
+PIPELINES: Mapping[str, type["PassPipeline"]] = _Table(PIPELINE_MODULES)
 """Every named pipeline, by name (names end in `-pipeline`)."""
 
 
@@ -155,14 +209,16 @@ def _parse_option_value(cls, f: dataclasses.Field, text: str) -> Any:
 
 def register(cls):
     """Class decorator: add a pass to `PASSES` (or a pipeline to `PIPELINES`) under its `name`."""
-    if cls.name in PASSES or cls.name in PIPELINES:
+    table = PIPELINES if issubclass(cls, PassPipeline) else PASSES
+    other = PASSES if table is PIPELINES else PIPELINES
+    if cls.name in other.modules or table.modules.get(cls.name, cls.__module__) != cls.__module__:
+        raise RuntimeError(f"'{cls.name}' is listed in passes/registry.py under "
+                           f"{table.modules.get(cls.name) or other.modules[cls.name]}, not {cls.__module__}")
+    if cls.name in PASSES.loaded or cls.name in PIPELINES.loaded:
         raise RuntimeError(f"pass name '{cls.name}' registered twice")
-    if issubclass(cls, PassPipeline):
-        if not cls.name.endswith("-pipeline"):
-            raise RuntimeError(f"pipeline name '{cls.name}' must end in '-pipeline'")
-        PIPELINES[cls.name] = cls
-    else:
-        PASSES[cls.name] = cls
+    if table is PIPELINES and not cls.name.endswith("-pipeline"):
+        raise RuntimeError(f"pipeline name '{cls.name}' must end in '-pipeline'")
+    table.loaded[cls.name] = cls
     return cls
 
 
@@ -339,7 +395,10 @@ def _python_pass(instance: ModulePass) -> Callable:
 
 
 def build_pass_manager(steps: list[Step]) -> passmanager.PassManager:
-    """A PassManager (in the current context) holding the steps in order."""
+    """A PassManager (in the current context) holding the steps in order. (MLIR loads here, not
+    when the registry is imported: parsing and printing pipelines need none.)"""
+    from braze._mlir import passmanager
+
     pm = passmanager.PassManager("builtin.module")
     for step in steps:
         if step.braze_pass is not None:

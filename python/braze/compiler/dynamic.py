@@ -50,17 +50,18 @@ def describe_dynamic_shapes(dynamic_shapes) -> str:
 
 
 def compile_dynamic(compile_static, compile_dynamic_build, model, example_inputs, example_kwargs, dynamic_shapes,
-                    specialize: str, options: dict, static_only: dict) -> DynamicModule:
-    """braze.compile(dynamic_shapes=...): the dynamic build, then the static one the policy asks for."""
+                    specialize: str, opts) -> DynamicModule:
+    """braze.compile(dynamic_shapes=...): the dynamic build, then the static one the policy asks for,
+    both with the call's CompileOptions `opts`."""
     if specialize not in POLICIES:
         raise InputError(f"specialize={specialize!r}: use 'example' (a static build for the example inputs' "
                          "shapes beside the dynamic build) or 'none' (the dynamic build alone)")
-    dynamic = compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, **options, **static_only)
+    dynamic = compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, opts)
     if not dynamic.signature.dims and not any(s.dynamic for s in dynamic.signature.inputs):
         raise InputError(f"dynamic_shapes={describe_dynamic_shapes(dynamic_shapes)} made no size of "
                          f"{type(model).__name__}'s inputs dynamic (torch.export specialized them all: "
                          "the model's code fixes those sizes); compile without dynamic_shapes")
     static = None
     if specialize == "example":
-        static = compile_static(model, *example_inputs, example_kwargs=example_kwargs, **options, **static_only)
+        static = compile_static(model, *example_inputs, example_kwargs=example_kwargs, **opts.call_kwargs())
     return DynamicModule(dynamic, static, specialize)

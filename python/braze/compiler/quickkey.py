@@ -144,19 +144,6 @@ def describe(value, depth: int = 0) -> str | None:
     return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
 
 
-def pipeline_inputs(pipeline: str | None, fusion: bool, precision: str | None) -> str:
-    """What decides the text of the pipeline braze.compile runs, besides the target and braze's
-    own sources (both in the key): the user's pipeline, fusion, precision, torch's TF32 flags
-    (precision=None follows them) and whether Triton is installed (generated kernels)."""
-    import importlib.util
-
-    import torch
-
-    return (f"pipeline={pipeline!r} fusion={fusion} precision={precision!r} "
-            f"tf32={torch.backends.cuda.matmul.allow_tf32},{torch.backends.cudnn.allow_tf32} "
-            f"triton={importlib.util.find_spec('triton') is not None}")
-
-
 def _module_internals() -> frozenset:
     global _INTERNALS
     if _INTERNALS is None:

@@ -21,9 +21,10 @@ from typing import Any
 
 from braze import __version__
 from braze.compiler import cache as compile_cache
+from braze.compiler.options import CompileOptions
 from braze.errors import BrazeWarning, CompileError, InputError
 from braze.report import Report
-from braze.runtime.module import RUNTIMES, CompiledModule, load
+from braze.runtime.module import CompiledModule, load
 from braze.signature import Signature
 from braze.targets import Target, resolve
 
@@ -43,15 +44,6 @@ def _nbytes(spec) -> int:
     for d in spec.shape:
         n *= d
     return n * _itemsize(spec)
-
-
-def _flag_list(flags) -> list[str]:
-    if flags is None:
-        return []
-    if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
-        raise InputError(f"iree_flags={flags!r}: give a list of iree-compile flags, "
-                         "e.g. iree_flags=['--iree-opt-level=O3']")
-    return list(flags)
 
 
 def _keeps_float64(imported, tgt: Target, name: str, report: Report) -> tuple[bool, str]:
@@ -101,7 +93,7 @@ def _keeps_float64(imported, tgt: Target, name: str, report: Report) -> tuple[bo
                 f"braze.compile: {name} computes in float64 inside ({listed(own)}), but IREE cannot compile "
                 f"float64 reductions for {tgt.describe()}: braze lets IREE demote that float64 to float32, and "
                 "results can differ from eager's where float32 loses precision. Compile for the CPU, which "
-                "keeps float64, or compute in float32 to say so.", BrazeWarning, stacklevel=5)
+                "keeps float64, or compute in float32 to say so.", BrazeWarning, stacklevel=6)
         return False, ""
     if not own and not statistics and origins["normalization"]:
         report.extra["float64"] = ("demoted to float32: only normalization statistics, which eager accumulates "
@@ -201,6 +193,10 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
+    opts = CompileOptions.from_call(device=device, target=target, fusion=fusion, pipeline=pipeline,
+                                    output_storage=output_storage, transient_storage=transient_storage,
+                                    iree_flags=iree_flags, attention=attention, decision_limit=decision_limit,
+                                    runtime=runtime, cache=cache, precision=precision)
     if dynamic_shapes is not None:
         from braze.compiler.dynamic import compile_dynamic
 
@@ -208,39 +204,24 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             raise InputError("dynamic_shapes= with partial=True is not supported yet: compile the dynamic "
                              "model whole (partial=False)")
         return compile_dynamic(compile, _compile_dynamic_build, model, example_inputs, example_kwargs, dynamic_shapes,
-                               specialize, dict(device=device, target=target, fusion=fusion, pipeline=pipeline,
-                                                iree_flags=iree_flags, attention=attention, decision_limit=decision_limit,
-                                                cache=cache, precision=precision),
-                               dict(output_storage=output_storage, transient_storage=transient_storage,
-                                    runtime=runtime))
+                               specialize, opts)
     if partial:
         from braze.compiler.partition import compile_partial
 
-        return compile_partial(compile, model, example_inputs, example_kwargs, device=device, target=target,
-                               fusion=fusion,
-                               pipeline=pipeline, output_storage=output_storage,
-                               transient_storage=transient_storage, iree_flags=iree_flags, attention=attention,
-                               decision_limit=decision_limit, runtime=runtime, cache=cache,
-                               precision=precision)
+        return compile_partial(compile, model, example_inputs, example_kwargs, **opts.call_kwargs())
     if getattr(model, "training", False):
         warnings.warn(
             f"braze.compile: {type(model).__name__} is in training mode: forward() is compiled as it runs now "
             "(batch statistics, dropout), and the compiled module computes no gradients. For inference, "
             "call model.eval() first.", BrazeWarning, stacklevel=2)
-    if runtime not in (None,) + RUNTIMES:
-        raise InputError(f"runtime={runtime!r}: use 'launch', 'iree' or None (the launcher where it can run)")
     from braze.progress import Progress
 
     with Progress(type(model).__name__) as progress:
-        return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                               output_storage, transient_storage, iree_flags, attention, decision_limit, runtime,
-                               cache, precision)
+        return _cached(progress, model, example_inputs, example_kwargs, opts)
 
 
-def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes, device, target, fusion, pipeline,
-                           iree_flags, attention, decision_limit, cache, precision,
-                           transient_storage: bool = True, output_storage: bool | None = None,
-                           runtime: str | None = None) -> "CompiledModule":
+def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes,
+                           opts: CompileOptions) -> "CompiledModule":
     """The dynamic build of braze.compile(dynamic_shapes=...). On CUDA it runs on braze's
     launcher where IREE's program can be planned (sizes, grids and offsets evaluated from each
     call's input shapes; results in torch tensors of the sizes the plan computes), else on
@@ -249,63 +230,72 @@ def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes
     from braze.progress import Progress
 
     with Progress(type(model).__name__ + " (dynamic)") as progress:
-        return _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                               output_storage, transient_storage, iree_flags, attention, decision_limit, runtime,
-                               cache, precision, dynamic_shapes)
+        return _cached(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes)
 
 
-def _compile_stages(progress, model, example_inputs, device, target, fusion, pipeline, example_kwargs,
-                    output_storage, transient_storage, iree_flags, attention, decision_limit, runtime, cache,
-                    precision, dynamic_shapes=None):
-    """braze.compile's work after its argument checks, stage by stage (progress shows which)."""
+def _cached(progress, model, example_inputs, example_kwargs, opts: CompileOptions, dynamic_shapes=None):
+    """braze.compile's work after its argument checks: the stages (_compile_stages) behind the
+    persistent compile cache. A quick key (the model's identity, no export) finds a warm entry
+    without exporting; else the exported program's key; a miss compiles and stores."""
     progress.stage("export")
-    exported = cache_key = quick = None
+    if not compile_cache.enabled(opts.cache):
+        return _compile_stages(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes)
+    from braze.compiler import frontend, quickkey
+    from braze.passes.gpu.tuning import default_path
+
     quick_miss = "no quick key for this model"  # why a quick key found nothing, for the report
-    if compile_cache.enabled(cache):
-        from braze.compiler import quickkey
-        from braze.passes.gpu.tuning import default_path
+    t0 = time.perf_counter()
+    tgt = resolve(opts.device, opts.target)
+    choices = opts.cache_choices()
+    if dynamic_shapes is not None:
+        from braze.compiler.dynamic import describe_dynamic_shapes
 
-        t0 = time.perf_counter()
-        tgt = resolve(device, target)
-        choices = {"fusion": fusion, "pipeline": pipeline, "output_storage": output_storage,
-                   "transient_storage": transient_storage, "iree_flags": _flag_list(iree_flags),
-                   "attention": attention, "decision_limit": decision_limit, "runtime": runtime}
-        if dynamic_shapes is not None:
-            from braze.compiler.dynamic import describe_dynamic_shapes
-
-            choices["dynamic_shapes"] = describe_dynamic_shapes(dynamic_shapes)
-        where, tuning, found_versions = tgt.cache_identity(), str(default_path()), versions()
-        # What decides the pipeline's text, without importing the passes (and MLIR) to print it.
-        quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where,
-                                   quickkey.pipeline_inputs(pipeline, fusion, precision), tuning, found_versions)
-        if quick is not None:
-            found, quick_miss = quickkey.lookup(quick, model)
-            hit = compile_cache.load(found, model, runtime, load) if found else None
-            if hit is not None:
-                return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
-            quick_miss = quick_miss or "the quick key's entry did not load"
-        from braze.compiler import frontend
-
-        t0 = time.perf_counter()
-        exported = frontend.export(model, example_inputs, example_kwargs or {}, dynamic_shapes)
-        export_seconds = time.perf_counter() - t0
-        cache_key = compile_cache.key(exported, choices, where, pipeline or device_pipeline(tgt, fusion, precision),
-                                      tuning, found_versions)
-        t1 = time.perf_counter()
-        hit = compile_cache.load(cache_key, model, runtime, load)
+        choices["dynamic_shapes"] = describe_dynamic_shapes(dynamic_shapes)
+    where, tuning, found_versions = tgt.cache_identity(), str(default_path()), versions()
+    # The pipeline's own text (printed without MLIR: the registry loads a pass when it runs)
+    # holds what decides it: the device's options, TF32 as torch's flags say, Triton or not.
+    pipeline_text = opts.pipeline or device_pipeline(tgt, opts.fusion, opts.precision)
+    quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where, pipeline_text, tuning,
+                               found_versions)
+    if quick is not None:
+        found, quick_miss = quickkey.lookup(quick, model)
+        hit = compile_cache.load(found, model, opts.runtime, load) if found else None
         if hit is not None:
-            if quick is not None:
-                quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs, hit)
-            hit = _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
-            hit.report.extra["cache"]["quick_miss"] = quick_miss
-            return hit
+            return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
+        quick_miss = quick_miss or "the quick key's entry did not load"
+    t0 = time.perf_counter()
+    exported = frontend.export(model, example_inputs, example_kwargs or {}, dynamic_shapes)
+    export_seconds = time.perf_counter() - t0
+    cache_key = compile_cache.key(exported, choices, where, pipeline_text, tuning, found_versions)
+    t1 = time.perf_counter()
+    hit = compile_cache.load(cache_key, model, opts.runtime, load)
+    if hit is not None:
+        if quick is not None:
+            quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs, hit)
+        hit = _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
+        hit.report.extra["cache"]["quick_miss"] = quick_miss
+        return hit
+    module = _compile_stages(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes, exported)
+    module.report.stage_seconds["export"] = export_seconds
+    stored = compile_cache.store(cache_key, module)
+    module.report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None, "quick_miss": quick_miss}
+    if stored and quick is not None:
+        module.report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs,
+                                                                      example_kwargs, module)
+    return module
+
+
+def _compile_stages(progress, model, example_inputs, example_kwargs, opts: CompileOptions, dynamic_shapes=None,
+                    exported=None) -> CompiledModule:
+    """The stages after export, in order: import and braze's passes (lower), IREE and the
+    generated kernels (backend), the CUDA launch plan; progress shows which."""
     progress.stage("import and braze's passes")
-    lowered = lower(model, *example_inputs, device=device, target=target, fusion=fusion, pipeline=pipeline,
-                    example_kwargs=example_kwargs, attention=attention, decision_limit=decision_limit,
-                    exported=exported, precision=precision, dynamic_shapes=dynamic_shapes)
+    lowered = lower(model, *example_inputs, device=opts.device, target=opts.target, fusion=opts.fusion,
+                    pipeline=opts.pipeline, example_kwargs=example_kwargs, attention=opts.attention,
+                    decision_limit=opts.decision_limit, exported=exported, precision=opts.precision,
+                    dynamic_shapes=dynamic_shapes)
     tgt, report = lowered.target, lowered.report
-    if exported is not None:
-        report.stage_seconds["export"] = export_seconds
+    runtime, output_storage, transient_storage = opts.runtime, opts.output_storage, opts.transient_storage
     if transient_storage and lowered.tensor_loops:
         from braze.passes.report import short_location
 
@@ -329,7 +319,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
         else:
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
-    flags = _iree_flags(lowered, _flag_list(iree_flags))
+    flags = _iree_flags(lowered, list(opts.iree_flags))
 
     def iree(float64: bool, **options):
         return backend.compile_for_target(lowered.bytecode(), tgt, flags, transient_storage=transient_storage,
@@ -363,7 +353,7 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
             f"braze.compile: IREE cannot compile {type(model).__name__}'s float64 work for {tgt.describe()} "
             f"({lowered.float64_inside}; {first}): braze let IREE demote that float64 to float32, and results "
             "can differ from eager's where float32 loses precision. Compute those ops in float32 to say so.",
-            BrazeWarning, stacklevel=3)
+            BrazeWarning, stacklevel=4)
     plan = None
     if plan_sizes is not None:
         if isinstance(compiled.at_hal, str):
@@ -395,12 +385,6 @@ def _compile_stages(progress, model, example_inputs, device, target, fusion, pip
                             state=model if lowered.signature.state else None, plan=plan,
                             runtime=runtime or "auto")
     progress.stage("done")
-    if cache_key is not None:
-        stored = compile_cache.store(cache_key, module)
-        report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None, "quick_miss": quick_miss}
-        if stored and quick is not None:
-            report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs,
-                                                                   module)
     return module
 
 

@@ -1,10 +1,11 @@
 """Kernels braze generates itself and embeds in IREE's program (CUDA, sm_90).
 
-`spec` (what a kernel computes: plain data, shared with the pass that finds it), `gemm` (the
-Triton template and its cost model), `build` (Triton compile on a machine without a GPU, and the
-on-disk kernel cache), `embed` (the back end's module hook: an outlined function becomes one
-dispatch of its kernel), `precision` (what arithmetic a kernel's PTX does: 3xTF32, TF32, bf16,
-f16, f32 FMAs, checked against its spec at build time and in a compiled artifact). Compile-side only: braze.load never imports this package.
+`spec` (what a kernel computes: plain data, shared with the pass that finds it), `gemm` and
+`attention` (the Triton templates and their cost model), `build` (Triton compile on a machine
+without a GPU, and the on-disk kernel cache), `precision` (what arithmetic a kernel's PTX does:
+3xTF32, TF32, bf16, f16, f32 FMAs, checked against its spec at build time and in a compiled
+artifact). The back end's hook that embeds them is braze.compiler.kernel_embed. Compile-side
+only: braze.load never imports this package.
 """
 
 
