@@ -36,6 +36,11 @@ config.substitutions.append(("%PYTHON", f'"{python}"'))
 config.substitutions.append((r"(?<![\w/.-])braze-opt(?![\w.-])", _tool("braze-opt", "braze.tools.braze_opt")))
 config.substitutions.append((r"(?<![\w/.-])braze(?![\w.-])", _tool("braze", "braze.tools.cli")))
 config.substitutions.append((r"(?<![\w/.-])FileCheck(?![\w.-])", f'"{filecheck}"'))
+# IREE's own compiler CLI (iree-base-compiler's console script), for replaying `--emit iree-input`.
+iree_compile = shutil.which("iree-compile", path=bindir) or shutil.which("iree-compile")
+if iree_compile:
+    config.substitutions.append((r"(?<![\w/.-])iree-compile(?![\w.-])", f'"{iree_compile}"'))
+    config.available_features.add("iree-compile")
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "tools", "Inputs")))
 # `cmd 2>&1 | %no-traceback | FileCheck ...`: fails when the output holds a traceback anywhere.
 config.substitutions.append(("%no-traceback", f'"{python}" "{os.path.join(config.test_source_root, "tools", "Inputs", "no_traceback.py")}"'))

@@ -388,6 +388,25 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     return module
 
 
+def iree_input(lowered: "Lowered", iree_flags=(), output_storage: bool | None = None,
+               transient_storage: bool = True) -> tuple[str, list[str]]:
+    """What braze.compile hands IREE's compiler for a lowered model, without compiling: the
+    module text after the back end's module hooks (generated kernels embedded, kernel and
+    matmul configurations applied, main wrapped for braze's buffers, the CUDA device target
+    attached, Vulkan's bf16 widening) and the iree-compile flags, as _compile_stages chooses
+    them. `iree-compile FLAGS FILE` compiles the text as braze.compile does, except for what
+    braze changes inside IREE's pipeline (Vulkan's configuration workarounds, the launch plan
+    read at the hal phase). `braze compile --emit iree-input` prints it."""
+    from braze.compiler import backend
+
+    if output_storage is None:
+        output_storage = backend.default_output_storage(lowered.target)
+    return backend.iree_input(lowered.bytecode(), lowered.target, _iree_flags(lowered, list(iree_flags)),
+                              output_storage=output_storage,
+                              transient_storage=transient_storage and not lowered.tensor_loops,
+                              float64=lowered.float64, aggressive_fusion=lowered.aggressive_fusion)
+
+
 def _without_channels_last(flags: list[str], report, error: Exception) -> list[str] | None:
     """`flags` without braze's channels-last preprocessing, after IREE failed with it (IREE 3.13's
     conversion produced invalid IR for the weight gradient of a 320 -> 4 channel convolution's
