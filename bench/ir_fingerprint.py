@@ -38,7 +38,7 @@ def items():
 
 
 def fingerprint(devices: list[str]) -> dict:
-    from braze.compiler import backend
+    from braze.compiler.stages import iree_input
     from braze.compiler import lower
 
     out = {}
@@ -50,10 +50,7 @@ def fingerprint(devices: list[str]) -> dict:
             t0 = time.perf_counter()
             try:
                 lowered = lower(model, *args, example_kwargs=kwargs, device=device, target=TARGETS[device])
-                text, flags = backend.iree_input(lowered.bytecode(), lowered.target, list(lowered.iree_flags),
-                                                 output_storage=backend.default_output_storage(lowered.target),
-                                                 transient_storage=True, float64=lowered.float64,
-                                                 aggressive_fusion=lowered.aggressive_fusion)
+                text, flags = iree_input(lowered)  # what braze compile --emit iree-input prints
                 digest = hashlib.sha256((text + "\n".join(flags)).encode()).hexdigest()[:16]
                 result = f"{digest} groups={len(lowered.report.groups)} configs={len(lowered.report.kernel_configs)}"
             except Exception as e:  # a model that fails is a fingerprint too

@@ -4,6 +4,9 @@
 # RUN: iree-compile @%t.flags %t.mlir -o %t.vmfb
 # RUN: braze compile %inputs/conv_net.py:make_model --emit iree-input --flags-file %t.cpu.flags | FileCheck %s --check-prefix=CPU
 # RUN: FileCheck %s --input-file=%t.cpu.flags --check-prefix=CPU-FLAGS
+# RUN: braze compile %inputs/bf16_linear.py:make_model --device vulkan --target ampere --emit iree-input -o %t.vk.mlir --flags-file %t.vk.flags
+# RUN: FileCheck %s --input-file=%t.vk.mlir --check-prefix=VULKAN
+# RUN: iree-compile @%t.vk.flags %t.vk.mlir -o %t.vk.vmfb
 # RUN: not braze compile %inputs/conv_net.py:make_model --emit mlir --flags-file %t.x 2>&1 | FileCheck %s --check-prefix=MISUSE
 
 # `braze compile --emit iree-input` prints what IREE's compiler receives from braze.compile:
@@ -25,12 +28,18 @@
 # CHECK: hal.executable.source private @braze_kernel1_exe
 # CHECK: func.func @main(%arg0: tensor<2x4x8x8xf32>, %arg1: !hal.buffer, %arg2: !hal.buffer {iree.abi.transients}) -> tensor<2x10xf32>
 
-# On the CPU: no kernels, the host's LLVM target in the flags, and main takes the transient
+# For the CPU there are no kernels, the flags name the host's LLVM target, and main takes the transient
 # buffer only (results stay in IREE's buffers there).
 # CPU: // The module braze.compile hands IREE's compiler for ConvNet on cpu
 # CPU-NOT: hal.executable.source
 # CPU: func.func @main(%arg0: tensor<2x4x8x8xf32>, %arg1: !hal.buffer {iree.abi.transients}) -> tensor<2x10xf32>
 # CPU-FLAGS: --iree-hal-target-device=local
 # CPU-FLAGS: --iree-llvmcpu-target-cpu=
+
+# For Vulkan, a bf16 matmul reads its operands widened to float32 behind optimization barriers
+# (IREE 3.13 cannot compile a bf16 contraction for SPIR-V; the replay above would fail without).
+# VULKAN: util.optimization_barrier {{.*}} : tensor<8x64xf32>
+# VULKAN-NEXT: util.optimization_barrier {{.*}} : tensor<64x32xf32>
+# VULKAN-NEXT: linalg.matmul ins({{.*}} : tensor<8x64xf32>, tensor<64x32xf32>) outs({{.*}} : tensor<8x32xf32>)
 
 # MISUSE: braze compile: error: --flags-file goes with --emit iree-input
