@@ -1,4 +1,4 @@
-# Sourced by the h200-*.sh scripts on the GPU host: installs the carried iree-base-runtime wheel
+# Sourced by the GPU-host run scripts (cuda-*.sh, vulkan-*.sh, xeon-*.sh, gpu-*.sh) there: installs the carried iree-base-runtime wheel
 # and braze into /tmp/site, unpacks .gpu/art.tar.xz into /tmp/art, sets $out (the run's $OUT).
 # braze comes from the working tree, or from .gpu/braze.tar when there is one
 # (`git archive -o .gpu/braze.tar HEAD`: a committed state while the tree has edits in progress).

@@ -4,7 +4,7 @@
 # tile and K loops flattened by Triton) with cp.async or TMA loads (descriptors made once a
 # program), against the cost model's tiles and cuBLAS, at the bf16 shapes below or near 90% of
 # cuBLAS and TF32 4096². Built here into $1/ktiles with kernel_tiles.py; then on the GPU host:
-# bash bench/experiments/h200-session10.sh
+# bash bench/experiments/cuda-persistent-tiles.sh
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles --only $1 --tiles $2; }

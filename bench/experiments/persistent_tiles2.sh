@@ -1,7 +1,7 @@
 #!/bin/bash
 # Stream-K with its cp.async pointers carried from step to step (computed afresh only at a new
 # tile), against persistent_tiles.sh's stream-K that computes them every step; built here into
-# $1/ktiles2, run by h200-session10b.sh.
+# $1/ktiles2, run by cuda-persistent-tiles-sections.sh.
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles2 --only $1 --tiles $2; }

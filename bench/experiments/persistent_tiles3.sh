@@ -2,7 +2,7 @@
 # Data-parallel persistent kernels with TMA loads (issue 16, session 10, third run): the 4096²
 # bf16 winner again beside its cp.async tile, TF32 4096² as persistent (TMA now takes float32
 # rows of 16-byte multiples), the GELU and long-K BERT shapes, and ragged shapes for the numerics
-# of every persistent form on the GPU. Built here into $1/ktiles3; run by h200-session10c.sh.
+# of every persistent form on the GPU. Built here into $1/ktiles3; run by cuda-persistent-tma-tiles.sh.
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles3 --only $1 --tiles $2; }

@@ -4,7 +4,7 @@
 fusion makes them: the result then comes back 0.
 
     python bench/experiments/round_trip_check.py DIR   (DIR: *.braze artifacts of that model
-    for CUDA and m2-inputs.pt with x and w, built here; see h200-session14g.sh)
+    for CUDA and m2-inputs.pt with x and w, built here; see cuda-bf16-round-trip.sh)
 """
 
 import sys

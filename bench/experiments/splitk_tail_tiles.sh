@@ -2,7 +2,7 @@
 # Split K for the tail only (issue 16, session 10): the first W tiles whole, one program each,
 # the others split S ways, so 1024x768x3072's 192 tiles of 64x64 run as 132 whole + 60 in
 # halves (252 programs, 2 a SM) instead of 2 tiles on 60 SMs and 1 on 72. Built here into
-# $1/ktiles4; run by h200-session10d.sh.
+# $1/ktiles4; run by cuda-splitk-tail-tiles.sh.
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles4 --only $1 --tiles $2; }

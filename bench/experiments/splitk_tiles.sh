@@ -1,7 +1,7 @@
 #!/bin/bash
 # Split-K (and the large GEMMs' last tiles) by measurement, issue 16: the candidate tiles per case,
 # built here into $1/ktiles with kernel_tiles.py (tile = BMxBNxBKxWARPSxSTAGES[xSPLIT]).
-# Then on the GPU host: bash bench/experiments/h200-session9.sh
+# Then on the GPU host: bash bench/experiments/cuda-splitk-tiles.sh
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles --only $1 --tiles $2; }

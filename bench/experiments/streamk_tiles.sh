@@ -1,7 +1,7 @@
 #!/bin/bash
 # Stream-K (a tile's eighth entry: P persistent programs share the tiles' K steps), against the
 # cost model's tiles and cuBLAS at the bf16 shapes below 90% of cuBLAS (issue 16): built here into
-# $1/ktiles with kernel_tiles.py; then on the GPU host: bash bench/experiments/h200-session9g.sh
+# $1/ktiles with kernel_tiles.py; then on the GPU host: bash bench/experiments/cuda-streamk-tiles.sh
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles --only $1 --tiles $2; }

@@ -1,4 +1,4 @@
-# Sourced by h200-*.sh scripts after gpu_setup.sh: the tile cases built into /tmp/art/${KTILES:-ktiles}
+# Sourced by the cuda-*-tiles*.sh run scripts after gpu_setup.sh: the tile cases built into /tmp/art/${KTILES:-ktiles}
 # (kernel_tiles.py build) run on the GPU host: per-call times and errors after 200 calls into
 # $out/$1.txt, then ncu kernel times per case and tile into $out/$1-ncu.txt (printed).
 name=${1:?result name}

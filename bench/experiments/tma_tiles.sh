@@ -1,7 +1,7 @@
 #!/bin/bash
 # TMA loads in the GEMM template (a tile's seventh entry 1), against the same tiles without and
 # cuBLAS, at the bench's bf16 Linear shapes and 4096^2 (issue 16): built here into $1/ktiles with
-# kernel_tiles.py; then on the GPU host: bash bench/experiments/h200-session9d.sh
+# kernel_tiles.py; then on the GPU host: bash bench/experiments/cuda-tma-tiles.sh
 set -e
 B=${1:?folder}
 k() { python bench/experiments/kernel_tiles.py build $B/ktiles --only $1 --tiles $2; }
