@@ -19,7 +19,8 @@ import pytest
 import torch
 
 import braze
-from braze.runtime.cuda import build, replay
+from braze.compiler import cuda_plan
+from braze.runtime.cuda import plan_check
 from braze.runtime.cuda.plan import Ref, Step
 from braze.testing.zoo import BY_NAME, CASES, WORKLOADS
 
@@ -43,9 +44,9 @@ def compiled():
 def test_every_zoo_plan_is_ireees_program(compiled, name):
     module = compiled(name)
     assert module.plan is not None, module.report.launch_plan
-    rec = replay.record(module.vmfb)
+    rec = plan_check.record(module.vmfb)
     assert sum(c.op == "dispatch" for c in rec.main) == module.report.dispatch_count
-    assert replay.compare(rec, module.plan) == []
+    assert plan_check.compare(rec, module.plan) == []
 
 
 @pytest.mark.slow
@@ -56,7 +57,7 @@ def test_every_bench_plan_is_ireees_program(name):
     model, args = WORKLOADS[name].build("cuda")
     module = braze.compile(model, *args, device="cuda", target="sm_90")
     assert module.plan is not None, module.report.launch_plan
-    assert replay.check(module.vmfb, module.plan) == []
+    assert plan_check.check(module.vmfb, module.plan) == []
 
 
 class _Tanh(torch.nn.Module):
@@ -80,13 +81,13 @@ def test_a_dynamic_plan_is_ireees_program_at_each_batch():
     grids = set()
     for b in (1, 7, 64, 65, 512):
         shapes = [[b, 48], [3]]
-        rec = replay.record(module.vmfb, shapes)
+        rec = plan_check.record(module.vmfb, shapes)
         assert rec.outputs[0][3] == [b, 80] and rec.outputs[1][3] == [2 * b, 48]
-        assert replay.compare(rec, module.plan.concrete(shapes)) == []
+        assert plan_check.compare(rec, module.plan.concrete(shapes)) == []
         grids.add(tuple(c.grid for c in rec.main if c.op == "dispatch"))
     assert len(grids) > 1  # the check saw the grids change with the batch
-    with pytest.raises(replay.ReplayError, match="dynamic dimension"):
-        replay.record(module.vmfb)
+    with pytest.raises(plan_check.ReplayError, match="dynamic dimension"):
+        plan_check.record(module.vmfb)
 
 
 # -- the check can fail --------------------------------------------------------------------
@@ -118,17 +119,17 @@ SABOTAGES = {"swap-bindings": _swap_first_two_bindings, "shift-offset": _shift_o
 def test_a_sabotaged_plan_builder_is_caught(monkeypatch, sabotage):
     """compiler/cuda_plan.py's step resolution broken on purpose: the plan it makes for a Linear + GELU
     still passes the plan's own validation, and the replay names the step that differs."""
-    real = build._Interpreter._resolve
+    real = cuda_plan._Interpreter._resolve
 
     def broken(self, cmd, slots):
         return SABOTAGES[sabotage](real(self, cmd, slots))
 
-    monkeypatch.setattr(build._Interpreter, "_resolve", broken)
+    monkeypatch.setattr(cuda_plan._Interpreter, "_resolve", broken)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16)).eval()
     module = braze.compile(model, torch.randn(8, 32), device="cuda", target="sm_90", cache=False)
     assert module.plan is not None, module.report.launch_plan
-    diffs = replay.check(module.vmfb, module.plan)
+    diffs = plan_check.check(module.vmfb, module.plan)
     assert diffs, f"{sabotage}: the replay found the sabotaged plan equal to IREE's program"
     assert any(d.startswith(("main step", "main: the plan has")) for d in diffs), diffs
 
@@ -136,7 +137,7 @@ def test_a_sabotaged_plan_builder_is_caught(monkeypatch, sabotage):
 @pytest.fixture(scope="module")
 def encoder(compiled):
     module = compiled("transformer_encoder")
-    return module.plan, replay.record(module.vmfb)
+    return module.plan, plan_check.record(module.vmfb)
 
 
 @pytest.mark.parametrize("edit,expected", [
@@ -159,17 +160,17 @@ def test_each_kind_of_difference_is_reported(encoder, edit, expected):
     plan, rec = encoder
     plan = copy.deepcopy(plan)
     edit(plan)
-    diffs = replay.compare(rec, plan)
+    diffs = plan_check.compare(rec, plan)
     assert any(expected in d for d in diffs), diffs
 
 
 def test_an_op_the_replay_does_not_know_is_an_error_not_a_skip():
-    module = replay._Module(b"", [], {}, [], [], [])
-    interp = replay._Interpreter(module, [], replay._Hal())
-    frame = replay._Frame(replay._Function("f"), 0)
-    with pytest.raises(replay.ReplayError, match=r"VM op vm\.frob\.i32"):
+    module = plan_check._Module(b"", [], {}, [], [], [])
+    interp = plan_check._Interpreter(module, [], plan_check._Hal())
+    frame = plan_check._Frame(plan_check._Function("f"), 0)
+    with pytest.raises(plan_check.ReplayError, match=r"VM op vm\.frob\.i32"):
         interp.step(frame, 0, "%i0 = vm.frob.i32 %i1, %i2")
-    with pytest.raises(replay.ReplayError, match="does not model hal.channel.create"):
+    with pytest.raises(plan_check.ReplayError, match="does not model hal.channel.create"):
         interp.import_call("hal.channel.create", [])
 
 
@@ -228,9 +229,9 @@ def test_the_launcher_issues_ireees_commands(compiled, name, monkeypatch):
 
     module = compiled(name)
     plan = module.plan
-    rec = replay.record(module.vmfb)
+    rec = plan_check.record(module.vmfb)
     refs = {}
-    assert replay.compare(rec, plan, refs) == []
+    assert plan_check.compare(rec, plan, refs) == []
     bases = _bases(plan)
 
     kinds, functions = {}, []

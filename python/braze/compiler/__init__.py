@@ -1,6 +1,6 @@
 """braze's compile side: from a torch model to a CompiledModule (braze.runtime).
 
-    stages          braze.compile and braze.lower: the stages in order, the cache around them
+    stages          braze.compile and lower(): the stages in order, the cache around them
     frontend        torch.export, braze's FX rewrites (fxfix, decompositions, fx_attention),
                     torch-mlir's import into linalg
     partition       partial=True: the graph split where an op cannot be compiled
