@@ -8,7 +8,7 @@ the partial and dynamic compiles that compile again), and the options part of th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 
 from braze.errors import InputError
 from braze.runtime.module import RUNTIMES
@@ -56,9 +56,3 @@ class CompileOptions:
         kwargs = asdict(self)
         kwargs["iree_flags"] = list(self.iree_flags)
         return kwargs
-
-    def replace(self, **changes) -> "CompileOptions":
-        return replace(self, **changes)
-
-
-OPTION_NAMES = tuple(f.name for f in fields(CompileOptions))
