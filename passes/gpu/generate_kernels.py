@@ -546,6 +546,41 @@ def _head_view(x: ir.Value):
     return None
 
 
+def _gqa_view(x: ir.Value):
+    """How an attention operand k or v [B*H, S, W] sits in memory when it is grouped-query
+    attention's copy (transformers' repeat_kv, SDPA's enable_gqa): collapse([[0, 1, 2], [3],
+    [4]]) of a broadcast of [B, KVH, S, W] to [B, KVH, G, S, W], the source possibly a
+    transpose's copy of [B, S, KVH, W]: (source, KVH, G, (per b, per k/v head, per row)
+    strides, ops); None otherwise."""
+    o = _owner(x)
+    if o is None or o.name != "tensor.collapse_shape" or _single_user(x) is None:
+        return None
+    if str(o.attributes["reassociation"]).replace(" ", "") != "[[0,1,2],[3],[4]]":
+        return None
+    t5 = o.operands[0]
+    g = _owner(t5)
+    if g is None or _single_user(t5) is None:
+        return None
+    found = _broadcast_source(g)
+    if found is None:
+        return None
+    src, strides = found
+    _, kvh, group, _, _ = ir.RankedTensorType(t5.type).shape
+    st = _contiguous_strides(list(ir.RankedTensorType(src.type).shape))
+    if ir.RankedTensorType(src.type).rank != 4 or strides != [st[0], st[1], 0, st[2], st[3]] or group < 2:
+        return None
+    ops = [o, g]
+    perm = _last_dim_kept(_owner(src), 4)
+    if perm is not None and _single_user(src) is not None:
+        p = _owner(src)
+        base = p.operands[0]
+        bst = _contiguous_strides(list(ir.RankedTensorType(base.type).shape))
+        st = [bst[perm[i]] for i in range(4)]
+        src = base
+        ops.append(p)
+    return src, kvh, group, (st[0], st[1], st[2]), ops
+
+
 def _result_view(r: ir.Value):
     """(value, heads or None, strides, ops) when the attention's result [B*H, L, EV] is only
     copied by a transpose (after an expand to [B, H, L, EV]): the kernel stores straight into
@@ -634,11 +669,20 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     for view in views:
         if view is not None and view[1] is not None and heads is None:
             heads = view[1]
+    # grouped-query k and v read where the copy to every head came from
+    gqa = [None, None] if dynamic else [_gqa_view(x) for x in (k, v)]
+    if None in gqa or gqa[0][1:3] != gqa[1][1:3] or (heads is not None and heads != gqa[0][1] * gqa[0][2]):
+        gqa = [None, None]
+    group = 1
+    if gqa[0] is not None:
+        heads, group = gqa[0][1] * gqa[0][2], gqa[0][2]
+        for i, (src, _, _, st, view_ops) in enumerate(gqa, start=1):
+            views[i] = (src, "gqa", st, view_ops)
     heads = heads or 1
     strides, result, last = [], op.results[0], op
     for i, (x, view) in enumerate(zip((q, k, v, op.results[0]), views)):
         rows, width = ((l, e), (s, e), (s, ev), (l, ev))[i]
-        if view is None or view[1] not in (None, heads):
+        if view is None or view[1] not in (None, heads, "gqa"):
             strides.append((heads * rows * width, rows * width, width))
             continue
         src, _, (per_b, per_h, per_row), view_ops = view
@@ -653,13 +697,15 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
             ops.extend(view_ops)
     if extra.get("mask") != "add":
         extra["heads"] = heads
+    if group > 1:
+        extra["group"] = group
     if dynamic:
         if any(min(st) < 0 for st in strides) or min(extra.get("mask_strides", (0,))) < 0:
             return "dynamic shape in a layout whose strides are known per call"
         batch = heads * 8  # the count the tile is chosen for: 8 of the batch
         extra["dynamic_batch"] = True
-    contiguous = all(st == (heads * r * w, r * w, w) for st, (r, w) in
-                     zip(strides, ((l, e), (s, e), (s, ev), (l, ev))))
+    contiguous = all(st == ((heads if i in (0, 3) else heads // group) * r * w, r * w, w) for i, (st, (r, w)) in
+                     enumerate(zip(strides, ((l, e), (s, e), (s, ev), (l, ev)))))
     spec = AttentionSpec(batch=batch, l=l, s=s, e=e, ev=ev, dtype=dtype, out=_element(op.results[0]),
                          scale=scale, precision=fp32 if dtype == "f32" else "",
                          strides=() if contiguous else tuple(strides), **extra)

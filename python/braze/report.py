@@ -49,6 +49,9 @@ class Report:
     attention: dict[str, int] = field(default_factory=dict)
     """Attention compiled as one op: {'fused': how many, 'rewritten': of those, how many were
     written out as matmul/softmax/matmul}; empty when compile(attention=False)."""
+    softmaxes: list[dict] = field(default_factory=list)
+    """Every softmax of the model ('source' file:line) and whether it became attention, with the
+    form recognised ('form') or why not ('why'); empty when compile(attention=False)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -79,6 +82,9 @@ class Report:
         if self.attention:
             rows.append(("attention as one op", f"{self.attention.get('fused', 0)} "
                          f"({self.attention.get('rewritten', 0)} from matmul/softmax/matmul)"))
+        for r in self.softmaxes:
+            rows.append((f"softmax at {_short(r['source'])}",
+                         f"attention ({r['form']})" if r["attention"] else f"kept: {r['why']}"))
         rows.append(("IREE dispatches (kernels)", _show(self.dispatch_count)))
         if self.dispatch_fusion:
             rows.append(("IREE dispatch fusion", self.dispatch_fusion))
@@ -119,6 +125,11 @@ class Report:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _short(source: str) -> str:
+    """file:line with the file's directories dropped."""
+    return source.rsplit("/", 1)[-1]
 
 
 def _show(value) -> str:

@@ -69,6 +69,9 @@ class ImportedModule:
     attention: dict[str, int] = field(default_factory=dict)
     """Attention lowered as one op: {'rewritten': plain-op patterns turned into SDPA,
     'fused': SDPA calls imported as tm_tensor.attention}; empty when attention=False."""
+    softmaxes: list[dict] = field(default_factory=list)
+    """Every softmax of the program and whether it became attention, with the form or why not
+    (braze.compiler.fx_attention.fuse_attention)."""
 
 
 def _literal_hooks():
@@ -209,14 +212,23 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None,
     if attention:
         try:
             return _import(model, args, kwargs, frozenset(attention), exported, dynamic_shapes)
-        except _AttentionNotLowered:
+        except _AttentionNotLowered as e:
             exported = None  # the first attempt rewrote its graph: export again
+            softmaxes = [dict(r, attention=False, why="torch-mlir's attention lowering failed on it; "
+                              "imported decomposed") if r["attention"] else r for r in e.softmaxes]
+            imported = _import(model, args, kwargs, frozenset(), exported, dynamic_shapes)
+            imported.softmaxes = softmaxes
+            return imported
     return _import(model, args, kwargs, frozenset(), exported, dynamic_shapes)
 
 
 class _AttentionNotLowered(Exception):
     """torch-mlir failed on a module whose SDPA calls were kept whole (its attention lowering
     covers fewer forms than the decomposition: a 2-D mask, 2-D inputs)."""
+
+    def __init__(self, softmaxes: list):
+        super().__init__()
+        self.softmaxes = softmaxes
 
 
 def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=None,
@@ -232,12 +244,12 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     from braze.passes.float64_math import constant_decompositions
 
     table = {**table, **extra_decompositions(), **constant_decompositions()}
-    found = {}
+    found, softmaxes = {}, []
     keep_sdpa = False
     if attention:
         from braze.compiler.fx_attention import fuse_attention, sdpa_calls
 
-        found["rewritten"] = fuse_attention(exported.graph_module, attention)
+        found["rewritten"], softmaxes = fuse_attention(exported, attention)
         calls = sdpa_calls(exported.graph)
         # Kept only when there is one to keep: a kept-SDPA import that fails is imported again.
         keep_sdpa = bool(calls) and all(dtype in attention for dtype in calls.values())
@@ -280,13 +292,13 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         _run_lowering(module, context, BACKEND_TO_LINALG, exported, model)
     except UnsupportedOpError as e:
         if keep_sdpa:
-            raise _AttentionNotLowered() from e
+            raise _AttentionNotLowered(softmaxes) from e
         raise
     _drop_baked_arguments(module, context, model)
     _keep_nan_in_clamps(module, context)
     _check_result_types(module, context, signature, exported, model)
     times["import"] = time.perf_counter() - t0
-    return ImportedModule(module, context, signature, exported, times, found)
+    return ImportedModule(module, context, signature, exported, times, found, softmaxes)
 
 
 def prepare_state(exported, model) -> list:

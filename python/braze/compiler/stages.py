@@ -522,6 +522,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     report = Report(model=type(model).__name__, target=tgt.describe(), fusion=fusion, pipeline=pipeline_text)
     report.stage_seconds.update(imported.times)
     report.attention = dict(imported.attention)
+    report.softmaxes = list(imported.softmaxes)
 
     with imported.context:
         module_op = imported.module.operation

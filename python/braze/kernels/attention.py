@@ -38,8 +38,11 @@ def _load(ptr: str, conds: list[str]) -> str:
     return f"tl.load({ptr}, mask={' & '.join(conds)}, other=0.0)" if conds else f"tl.load({ptr})"
 
 
-def _base(name: str, per_b: int, per_h: int, heads: int) -> str:
-    """The address of head `bh`'s first element in operand `name`."""
+def _base(name: str, per_b: int, per_h: int, heads: int, group: int = 1) -> str:
+    """The address of head `bh`'s first element in operand `name` (whose head is the query
+    head // group: k and v of grouped-query attention)."""
+    if group > 1:
+        return f"{name}_ptr + (bh // {heads}) * {per_b} + ((bh % {heads}) // {group}) * {per_h}"
     if heads == 1 or per_b == heads * per_h:
         return f"{name}_ptr + bh * {per_h if heads > 1 else per_b}"
     return f"{name}_ptr + (bh // {heads}) * {per_b} + (bh % {heads}) * {per_h}"
@@ -66,7 +69,7 @@ def source(spec: AttentionSpec) -> str:
     (qb, qh, qi), (kb, kh, ki), (vb, vh, vi), (ob, oh, oi) = spec.operand_strides()
     base = {}
     for name, sb, sh in (("q", qb, qh), ("k", kb, kh), ("v", vb, vh), ("o", ob, oh)):
-        base[name] = _base(name, sb, sh, spec.heads)
+        base[name] = _base(name, sb, sh, spec.heads, spec.group if name in ("k", "v") else 1)
     setup = ""
     if spec.mask == "add":
         sb, sh, si, sj = spec.mask_strides

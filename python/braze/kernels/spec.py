@@ -47,6 +47,8 @@ class _Spec:
         for flag in ("dynamic_m", "dynamic_batch"):
             if not d.get(flag, True):
                 del d[flag]  # as specs were written before it: their kernel names and tuning signatures stay
+        if d.get("group", 0) == 1:
+            del d["group"]  # likewise
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self) -> str:
@@ -287,6 +289,11 @@ class AttentionSpec(_Spec):
     where it is (the heads split off a projection's result, without the transpose's copy)."""
     precision: str = ""
     """float32: 'tf32x3' (float32-accurate) or 'tf32'; '' for 16-bit."""
+    group: int = 1
+    """Grouped-query attention (GQA, MQA): `group` consecutive query heads share one head of k
+    and v, which hold heads / group heads: query head h reads k, v head h // group (their
+    strides are per b, per k/v head, per row). The k, v a model expanded to every head
+    (repeat_kv) are read where they came from, without the copy."""
     dynamic_batch: bool = False
     """The number of heads (batch) is known per call only (a dynamic build's batch): the grid's
     second dimension follows it; `batch` is then the count the tile was chosen for."""
@@ -318,6 +325,8 @@ class AttentionSpec(_Spec):
                              f"{self.mask_dtype!r}")
         if self.batch % self.heads:
             raise ValueError(f"batch {self.batch} is not a multiple of heads {self.heads}")
+        if not isinstance(self.group, int) or self.group < 1 or self.heads % self.group:
+            raise ValueError(f"group {self.group!r} does not divide heads {self.heads}")
         if self.batch > MAX_GRID_Y:
             raise ValueError(f"{self.batch} heads: a CUDA grid's second dimension holds at most {MAX_GRID_Y}")
         if (self.dtype == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
@@ -333,17 +342,18 @@ class AttentionSpec(_Spec):
         """(per b, per h, per row) element strides of q, k, v and the result."""
         if self.strides:
             return self.strides
-        h = self.heads
-        return tuple((h * rows * width, rows * width, width)
-                     for rows, width in ((self.l, self.e), (self.s, self.e), (self.s, self.ev), (self.l, self.ev)))
+        h, kv = self.heads, self.heads // self.group
+        return tuple(((h if i in (0, 3) else kv) * rows * width, rows * width, width) for i, (rows, width)
+                     in enumerate(((self.l, self.e), (self.s, self.e), (self.s, self.ev), (self.l, self.ev))))
 
     def describe(self) -> str:
         how = f" as {self.precision}" if self.precision else ""
         mask = {"": "", "causal": ", causal", "add": ", additive mask"}[self.mask]
         tile = "x".join(map(str, self.tile[:2])) if self.tile else "?"
         strided = ", strided" if self.strides else ""
+        gqa = f", {self.heads // self.group} k/v heads for {self.heads}" if self.group > 1 else ""
         return (f"attention {self.batch}x{self.l}x{self.s} heads of {self.e}->{self.ev}, {self.dtype}{how}->{self.out}, "
-                f"scale {self.scale:.6g}{mask}{strided}, tile {tile}")
+                f"scale {self.scale:.6g}{mask}{gqa}{strided}, tile {tile}")
 
 
 def read_spec(text: str) -> "GemmSpec | AttentionSpec":
