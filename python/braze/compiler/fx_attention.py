@@ -24,8 +24,9 @@ Masks (one; a scale applied after it is refused, as it would scale the mask too)
 
 - additive (`s + mask`): SDPA's float attn_mask, broadcast to [..., L, S];
 - select (`where(keep, s, fill)`, `s.masked_fill(drop, fill)`) with fill <= -1e30 or -inf:
-  the additive mask where(keep, 0, fill), which gives the same softmax: a masked score and
-  fill differ by less than fill's rounding step, and a masked exp underflows to 0;
+  the additive mask where(keep, 0, -1e30 or -inf), which gives the same softmax: a score plus
+  -1e30 rounds to -1e30 (a row with every key masked stays uniform, as eager's), and a masked
+  exp underflows to 0;
 - a mask whose value is known at compile time (a buffer such as GPT-2's `bias`, or a
   triu/tril/full/arange computation without inputs) that is causal (keys j <= query i) becomes
   SDPA's is_causal, which the kernel applies by skipping tiles; one masking nothing is dropped.
@@ -413,7 +414,11 @@ def _rewrite(graph: torch.fx.Graph, form: Form) -> None:
             cond = form.keep[1] if negate else form.keep
             dtype = _val(form.nodes[-2]).dtype  # the scores' dtype: the fill is exact in it
             zero = _call(graph, aten.scalar_tensor.default, (0.0,), {"dtype": torch.float32}, node)
-            fill = _call(graph, aten.scalar_tensor.default, (form.fill,), {"dtype": torch.float32}, node)
+            # -1e30, not a larger finite fill: kernels that scale the masked scores by log2(e)
+            # (IREE's, for exp2) would take finfo.min to -inf, and a row with every key masked
+            # would no longer be uniform as eager's is
+            value = form.fill if form.fill == float("-inf") else _FILL_LIMIT
+            fill = _call(graph, aten.scalar_tensor.default, (value,), {"dtype": torch.float32}, node)
             a, b = (fill, zero) if negate else (zero, fill)
             mask = _call(graph, aten.where.self, (cond, a, b), {}, node)
             if dtype != torch.float32:

@@ -7,8 +7,9 @@ the mask, and folding them into a running softmax (the row maximum m, the row su
 The [L, S] score matrix never reaches memory, which is the point: the three-dispatch form
 (batch matmul, softmax, batch matmul) writes and re-reads it.
 
-Softmax is computed in base 2 (exp2 with the scale folded into log2(e)), in f32 whatever the
-operands; a row every key of which is masked gives 0, as torch's SDPA (its "safe softmax") and
+Softmax is computed in base 2 (exp2 with the scale folded into log2(e); with an additive mask
+the scores are scaled by log2(e) inside exp2 only, so that a finite mask stays finite), in f32
+whatever the operands; a row every key of which is masked gives 0, as torch's SDPA (its "safe softmax") and
 torch-mlir's attention do. Causal attention stops each program's key loop at its last row
 (keys j <= query i, torch's top-left alignment; when L <= S). The parameters are IREE's CUDA ABI for an
 external executable, as for the GEMM template (braze.kernels.gemm).
@@ -82,9 +83,9 @@ def source(spec: AttentionSpec) -> str:
         keep.append("(cols[None, :] <= rm[:, None])")
     keep = [c for c in keep if c]
     body = []
-    if spec.mask == "add":
+    if spec.mask == "add":  # scores in natural units until exp2: a finite mask stays finite
         m_load = _load(f"mask_base + rm[:, None] * {si} + cols[None, :] * {sj}", [rows, key_cols])
-        body.append(f"qk += {m_load}.to(tl.float32) * {LOG2E!r}")
+        body.append(f"qk += {m_load}.to(tl.float32)")
     if keep:
         body.append(f"qk = tl.where({' & '.join(keep)}, qk, float(\"-inf\"))")
     body.append("m_new = tl.maximum(m_i, tl.max(qk, 1))")
@@ -93,6 +94,15 @@ def source(spec: AttentionSpec) -> str:
     else:  # the first key block always holds a visible key for every row
         body.append("m_use = m_new")
     extra = "".join(f"\n        {line}" for line in body)
+    # With an additive mask the scores stay in natural units, scaled by log2(e) only inside
+    # exp2: finfo.min in a mask times log2(e) would be -inf, and a row whose every key such a
+    # mask hides would give 0 instead of eager's uniform weights.
+    if spec.mask == "add":
+        qk_scale = spec.scale
+        exp_arg, alpha_arg = f"(qk - m_use[:, None]) * {LOG2E!r}", f"(m_i - m_use) * {LOG2E!r}"
+    else:
+        qk_scale = spec.scale * LOG2E
+        exp_arg, alpha_arg = "qk - m_use[:, None]", "m_i - m_use"
     q_load = _load(f"{base['q']} + rm[:, None] * {qi} + re[None, :]", [rows, heads_e])
     k_load = _load(f"{base['k']} + cols[:, None] * {ki} + re[None, :]", [keys, heads_e])
     v_load = _load(f"{base['v']} + cols[:, None] * {vi} + rv[None, :]", [keys, heads_v])
@@ -119,9 +129,9 @@ def {kernel_name(spec)}(q_ptr, k_ptr, v_ptr, {mask_param}o_ptr, BM: tl.constexpr
 {setup}    for start in range(0, {hi}, BN):
         cols = start + rn
         k = {tf32(k_load)}
-        qk = tl.dot(q, tl.trans(k){prec}) * {spec.scale * LOG2E!r}{extra}
-        p = tl.exp2(qk - m_use[:, None])
-        alpha = tl.exp2(m_i - m_use)
+        qk = tl.dot(q, tl.trans(k){prec}) * {qk_scale!r}{extra}
+        p = tl.exp2({exp_arg})
+        alpha = tl.exp2({alpha_arg})
         l_i = l_i * alpha + tl.sum(p, 1)
         v = {tf32(v_load)}
         acc = tl.dot({tf32("p.to(v.dtype)")}, v, acc * alpha[:, None]{prec})
