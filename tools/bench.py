@@ -549,7 +549,7 @@ def bench_here(args) -> int:
     from braze.testing.zoo import select
 
     device = args.device
-    workloads = select(_names(args.workloads), device, args.quick)
+    workloads = select(_names(args.workloads), device, args.quick, args.batch_scale)
     if device == "cpu":
         set_threads(args.threads)
     budget, min_reps = _default_budget(device, args.quick)
@@ -576,7 +576,7 @@ def bench_here(args) -> int:
             if entry["status"] != "ok":
                 _progress(f"    torch.compile {mode} failed: {entry['error'][:200]}")
             contenders.append(entry)
-        for name in ("iree", "braze"):
+        for name in contenders:
             step += 1
             _progress(f"[{step}/{steps}] compiling {w.name} ({name})...")
             held = _Held(device)
@@ -622,9 +622,10 @@ def bench_build(args) -> int:
     out = Path(args.dir)
     staging = out / "_staging"
     staging.mkdir(parents=True, exist_ok=True)
-    workloads = select(_names(args.workloads), device, args.quick)
+    workloads = select(_names(args.workloads), device, args.quick, args.batch_scale)
+    contenders = ("braze",) if args.skip_iree else ("iree", "braze")
     entries = []
-    steps = len(workloads) * 2
+    steps = len(workloads) * len(contenders)
     step = 0
     for w in workloads:
         model, cpu_args = w.build(device)
@@ -637,7 +638,7 @@ def bench_build(args) -> int:
             "reference_checksum": checksum(reference),
             "artifacts": {},
         }
-        for name in ("iree", "braze"):
+        for name in contenders:
             step += 1
             _progress(f"[{step}/{steps}] compiling {w.name} ({name}) for {device} {args.target or ''}...")
             result, compiled = compile_iree(name, model, cpu_args, device, args.target)
@@ -719,7 +720,7 @@ def bench_run(args) -> int:
     import torch
 
     import braze
-    from braze.testing.zoo import WORKLOADS, checksum
+    from braze.testing.zoo import checksum, workload
 
     directory = Path(args.dir)
     manifests = [json.loads(p.read_text()) | {"_dir": p.parent} for p in _manifests(directory)]
@@ -748,7 +749,7 @@ def bench_run(args) -> int:
     if only:
         jobs = {k: v for k, v in jobs.items() if k in only}
     for k, (e, arts) in enumerate(jobs.values(), 1):
-        w = WORKLOADS[e["workload"]]
+        w = workload(e["workload"])
         _progress(f"[{k}/{len(jobs)}] {w.name}: torch.compile, loading artifacts, measuring...")
         model, cpu_args = w.build(e["size_device"])
         notes = []
@@ -1006,13 +1007,26 @@ def _parser() -> argparse.ArgumentParser:
                                        "merge JSON... -o JSON (see `braze bench SUBCOMMAND -h`)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "vulkan"))
     p.add_argument("--target", default=None, help="compile target (e.g. sm_90, ampere); default: this machine")
+    p.add_argument("--batch-scale", type=_scales, default=(1,), metavar="N,...",
+                   help="measure each workload at these multiples of its batch (e.g. 1,8)")
     _common(p)
     return p
 
 
+def _scales(text: str) -> tuple[int, ...]:
+    try:
+        scales = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        scales = ()
+    if not scales or min(scales) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas (e.g. 1,8), got {text!r}")
+    return scales
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a small subset with a short time budget")
-    p.add_argument("--workloads", help="comma-separated names (default: the device's suite)")
+    p.add_argument("--workloads", help="comma-separated names (default: the device's suite; 'transformers': "
+                   "the production-size transformer layers; name@Nx: N times its batch)")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed reps per contender (default: as many as fit a time budget, at least 5)")
     p.add_argument("--json", help="write the results here")
@@ -1102,6 +1116,10 @@ def _main(argv: list[str]) -> int:
         p.add_argument("--quick", action="store_true")
         p.add_argument("--group-mib", type=float, default=DEFAULT_GROUP_MIB,
                        help=f"most MiB of artifacts per group folder (default {DEFAULT_GROUP_MIB:g})")
+        p.add_argument("--batch-scale", type=_scales, default=(1,), metavar="N,...",
+                       help="build each workload at these multiples of its batch (e.g. 1,8: 'name@8x')")
+        p.add_argument("--skip-iree", action="store_true",
+                       help="build braze's artifact only, not raw IREE's (big workloads: half the transfer)")
         args = p.parse_args(argv[1:])
         if args.device != "cpu" and args.target is None:
             p.error("--target is needed to compile for another machine (e.g. --target sm_90)")

@@ -19,8 +19,12 @@ model class is defined once and used by both tables.
     conv_bn_relu           Conv2d 3x3 + BatchNorm2d + ReLU                  no
     resnet18               ResNet-18 (torchvision's shapes, built here)     no
     bert_layer             BERT-base encoder layer, no mask                 no
+    gqa_decoder            Llama-style layer, GQA + RoPE, 2k-token prefill  no   (transformers)
+    vit_layer              ViT-B/16 layer, batch 64                         no   (transformers)
+    causal_lm_block        GPT-2-small block, causal, batch 32 x 512        no   (transformers)
 
 Each workload has a `_bf16` variant where bfloat16 is meaningful (the same model cast to bfloat16).
+`name@Nx` is a workload at N times its batch (`braze bench --batch-scale 1,8`).
 """
 
 from __future__ import annotations
@@ -286,6 +290,120 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.float().pow(2).mean(-1, keepdim=True)
+        return (x.float() * torch.rsqrt(var + self.eps)).to(x.dtype) * self.weight
+
+
+def _rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class GQADecoderLayer(nn.Module):
+    """A decoder layer as Llama-family models write their eager attention (braze's own
+    construction): RMSNorm, q/k/v projections, rotary embeddings, grouped-query attention with
+    k and v repeated to every head (repeat_kv), an additive causal mask from a buffer, the
+    softmax in float32 cast back, the output projection, RMSNorm and a SwiGLU MLP, residuals."""
+
+    def __init__(self, d: int, heads: int, kv_heads: int, ffn: int, max_len: int):
+        super().__init__()
+        self.h, self.kvh, self.hd = heads, kv_heads, d // heads
+        self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        freqs = torch.outer(torch.arange(max_len).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+        self.register_buffer("mask", torch.full((max_len, max_len), float("-inf")).triu(1), persistent=False)
+
+    def _repeat(self, x):
+        b, kvh, s, hd = x.shape
+        g = self.h // kvh
+        return x[:, :, None, :, :].expand(b, kvh, g, s, hd).reshape(b, kvh * g, s, hd)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, s, self.h, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, s, self.kvh, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, s, self.kvh, self.hd).transpose(1, 2)
+        cos, sin = self.cos[:s].to(x.dtype), self.sin[:s].to(x.dtype)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        k, v = self._repeat(k), self._repeat(v)
+        w = torch.matmul(q, k.transpose(2, 3)) * self.hd ** -0.5 + self.mask[:s, :s]
+        w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        o = torch.matmul(w, v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.o(o)
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class ViTLayer(nn.Module):
+    """A pre-norm vision transformer encoder layer (braze's own construction): LayerNorm, one
+    qkv projection split into heads by reshape/permute/unbind, softmax(q k^T * scale), dropout
+    (p=0), the output projection, LayerNorm and a GELU MLP, residuals."""
+
+    def __init__(self, d: int, heads: int, mlp: int):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.norm1, self.norm2 = nn.LayerNorm(d, eps=1e-6), nn.LayerNorm(d, eps=1e-6)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.drop = nn.Dropout(0.0)
+        self.fc1, self.fc2 = nn.Linear(d, mlp), nn.Linear(mlp, d)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(self.norm1(x)).reshape(b, n, 3, self.h, self.hd).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        a = self.drop((q @ k.transpose(-2, -1) * self.hd ** -0.5).softmax(dim=-1))
+        x = x + self.proj((a @ v).transpose(1, 2).reshape(b, n, c))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class CausalLMBlock(nn.Module):
+    """A GPT-2-style causal LM block (braze's own construction): LayerNorm, one qkv projection
+    split by split/view/permute, scores divided by a 0-d tensor, the causal mask a boolean
+    buffer applied with where(mask, w, finfo.min), softmax, the output projection, LayerNorm
+    and a tanh-GELU MLP, residuals."""
+
+    def __init__(self, d: int, heads: int, max_len: int):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        tril = torch.tril(torch.ones(max_len, max_len, dtype=torch.bool))
+        self.register_buffer("bias", tril.view(1, 1, max_len, max_len), persistent=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.c_attn(self.ln1(x)).split(d, dim=2)
+        q, k, v = (t.view(b, s, self.h, self.hd).permute(0, 2, 1, 3) for t in (q, k, v))
+        w = torch.matmul(q, k.transpose(-1, -2))
+        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype, device=w.device)
+        fill = torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype, device=w.device)
+        w = torch.where(self.bias[:, :, :s, :s], w, fill)
+        w = F.softmax(w, dim=-1).type(v.dtype)
+        x = x + self.c_proj(torch.matmul(w, v).permute(0, 2, 1, 3).reshape(b, s, d))
+        return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
 class BertLayer(nn.Module):
     """A BERT-base encoder layer (post-LayerNorm, GELU), attention from plain ops, no mask."""
 
@@ -506,10 +624,28 @@ def _base() -> list[Workload]:
             lambda p: BertLayer(), lambda p: [(p["b"], p["s"], 768)],
             {"cpu": {"b": 1, "s": 128}, "cuda": {"b": 8, "s": 128}},
         ),
+        # transformers at the sizes people serve (issue 37), attention written as their families write it
+        Workload(
+            "gqa_decoder", "decoder layer: RMSNorm, RoPE, GQA 32/4 heads via repeat_kv, causal, SwiGLU; 2k prefill",
+            lambda p: GQADecoderLayer(p["d"], p["h"], p["kvh"], p["f"], p["s"]), lambda p: [(p["b"], p["s"], p["d"])],
+            {"cpu": {"b": 1, "s": 128, "d": 256, "h": 8, "kvh": 2, "f": 704},
+             "cuda": {"b": 1, "s": 2048, "d": 2048, "h": 32, "kvh": 4, "f": 5632}}, tags=("transformer",),
+        ),
+        Workload(
+            "vit_layer", "ViT-B/16 encoder layer (768, 12 heads, 3072), 197 tokens, batch 64",
+            lambda p: ViTLayer(768, 12, 3072), lambda p: [(p["b"], 197, 768)],
+            {"cpu": {"b": 2}, "cuda": {"b": 64}}, tags=("transformer",),
+        ),
+        Workload(
+            "causal_lm_block", "GPT-2-small block (768, 12 heads), causal bool buffer, batch 32 x 512",
+            lambda p: CausalLMBlock(768, 12, p["s"]), lambda p: [(p["b"], p["s"], 768)],
+            {"cpu": {"b": 1, "s": 128}, "cuda": {"b": 32, "s": 512}}, tags=("transformer",),
+        ),
     ]
 
 
-BF16 = ("elementwise_chain", "gelu_mlp", "layernorm_gelu", "transformer_encoder", "bert_layer")
+BF16 = ("elementwise_chain", "gelu_mlp", "layernorm_gelu", "transformer_encoder", "bert_layer", "gqa_decoder",
+        "vit_layer", "causal_lm_block")
 """Workloads with a bfloat16 variant (on the GPU; the CPU suite keeps float32 by default)."""
 
 
@@ -519,17 +655,20 @@ def _all() -> dict[str, Workload]:
         table[w.name] = w
         if w.name in BF16:
             bf = Workload(w.name + "_bf16", w.description, w.make, w.inputs, w.sizes,
-                          w.memory_bound, "bfloat16", False, ("bf16",))
+                          w.memory_bound, "bfloat16", False, ("bf16",) + w.tags)
             table[bf.name] = bf
     return table
 
 
 WORKLOADS: dict[str, Workload] = _all()
 
-CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32" and "test" not in w.tags] + [
+CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32" and not {"test", "transformer"} & set(w.tags)] + [
     "elementwise_chain_bf16"]
 """The CPU suite: every float32 workload plus one bfloat16 one (2-core CPUs take minutes)."""
-GPU_DEFAULT = [n for n, w in WORKLOADS.items() if "test" not in w.tags]
+GPU_DEFAULT = [n for n, w in WORKLOADS.items() if not {"test", "transformer"} & set(w.tags)]
+TRANSFORMERS = [n for n, w in WORKLOADS.items() if "transformer" in w.tags]
+"""`--workloads transformers`: the production-size transformer layers (issue 37), apart from the
+default suites (each takes minutes to compile and to tune torch.compile's modes for)."""
 QUICK = [n for n, w in WORKLOADS.items() if w.quick]
 
 
@@ -539,10 +678,30 @@ def default_names(device: str, quick: bool = False) -> list[str]:
     return list(CPU_DEFAULT if device == "cpu" else GPU_DEFAULT)
 
 
-def select(names: list[str] | None, device: str, quick: bool = False) -> list[Workload]:
+def scaled(w: Workload, factor: int) -> Workload:
+    """`w` at `factor` times its batch (parameter 'b' on every device), named 'name@{factor}x'."""
+    if factor == 1:
+        return w
+    sizes = {dev: dict(p, b=p.get("b", 1) * factor) for dev, p in w.sizes.items()}
+    if any("b" not in p for p in w.sizes.values()):
+        raise UsageError(f"workload {w.name} has no batch to scale")
+    return Workload(f"{w.name}@{factor}x", w.description + f", {factor}x the batch", w.make, w.inputs, sizes,
+                    w.memory_bound, w.dtype, False, w.tags)
+
+
+def workload(name: str) -> Workload:
+    """A workload by name, 'name@Nx' for one at N times its batch."""
+    base, _, scale = name.partition("@")
+    if base not in WORKLOADS or (scale and not (scale.endswith("x") and scale[:-1].isdigit() and int(scale[:-1]) > 0)):
+        raise UsageError(f"unknown workload {name}; known: {', '.join(WORKLOADS)} (name@Nx for N times the batch)")
+    return scaled(WORKLOADS[base], int(scale[:-1])) if scale else WORKLOADS[base]
+
+
+def select(names: list[str] | None, device: str, quick: bool = False, scales: tuple[int, ...] = (1,)) -> list[Workload]:
+    """The named workloads ('transformers' names the production-size transformer layers), each
+    at every batch scale."""
     if not names:
         names = default_names(device, quick)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        raise UsageError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
-    return [WORKLOADS[n] for n in names]
+    names = [m for n in names for m in (TRANSFORMERS if n == "transformers" else [n])]
+    found = [workload(n) for n in names]
+    return [scaled(w, f) for w in found for f in scales]
