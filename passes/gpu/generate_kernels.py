@@ -581,6 +581,33 @@ def _gqa_view(x: ir.Value):
     return src, kvh, group, (st[0], st[1], st[2]), ops
 
 
+def _slice_view(x: ir.Value):
+    """(parent, element offset, {x's contiguous stride: the parent's}, ops) when x, [B, L, H, E],
+    is the heads split (expand [[0], [1], [2, 3]]) off a slice of a [B, L, W] tensor's last
+    dimension (q, k, v `split` off one projection's result); None otherwise."""
+    e = _owner(x)
+    if e is None or e.name != "tensor.expand_shape" or _single_user(x) is None:
+        return None
+    if str(e.attributes["reassociation"]).replace(" ", "") != "[[0],[1],[2,3]]":
+        return None
+    sl = e.operands[0]
+    o = _owner(sl)
+    if o is None or o.name != "tensor.extract_slice" or _single_user(sl) is None or len(o.operands) != 1:
+        return None
+    offsets = list(ir.DenseI64ArrayAttr(o.attributes["static_offsets"]))
+    steps = list(ir.DenseI64ArrayAttr(o.attributes["static_strides"]))
+    parent = o.operands[0]
+    pshape, sshape = list(ir.RankedTensorType(parent.type).shape), list(ir.RankedTensorType(sl.type).shape)
+    if len(pshape) != 3 or steps != [1, 1, 1] or offsets[:2] != [0, 0] or pshape[:2] != sshape[:2]:
+        return None
+    b, l, h, w = ir.RankedTensorType(x.type).shape
+    st_x = _contiguous_strides([b, l, h, w])
+    st_p = [l * pshape[2], pshape[2], w, 1]
+    if len(set(st_x)) != 4:
+        return None
+    return parent, offsets[2], dict(zip(st_x, st_p)), [e, o]
+
+
 def _result_view(r: ir.Value):
     """(value, heads or None, strides, ops) when the attention's result [B*H, L, EV] is only
     copied by a transpose (after an expand to [B, H, L, EV]): the kernel stores straight into
@@ -695,10 +722,24 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
         else:
             result, last = src, view_ops[-1]
             ops.extend(view_ops)
+    # q, k, v split off one projection's result: read there, at an offset, not sliced out
+    offsets = [0, 0, 0]
+    for i in range(3):
+        if views[i] is None or views[i][1] not in (heads, "gqa"):
+            continue
+        found = _slice_view(args[i])
+        if found is None or any(st not in found[2] for st in strides[i]):
+            continue
+        parent, offsets[i], remap, slice_ops = found
+        strides[i] = tuple(remap[st] for st in strides[i])
+        args[i] = parent
+        ops[:0] = slice_ops
     if extra.get("mask") != "add":
         extra["heads"] = heads
     if group > 1:
         extra["group"] = group
+    if any(offsets):
+        extra["offsets"] = tuple(offsets)
     if dynamic:
         if any(min(st) < 0 for st in strides) or min(extra.get("mask_strides", (0,))) < 0:
             return "dynamic shape in a layout whose strides are known per call"

@@ -1034,3 +1034,40 @@ def test_grouped_query_attention_on_the_gpu(dtype, how):
     err = (got.double() - want).abs().max().item()
     own = (eager.double() - want).abs().max().item()
     assert err <= 4 * own + 1e-6, (err, own)
+
+
+class _SplitQKV(torch.nn.Module):
+    """GPT-2's form: q, k, v split off one [B, L, 3*H*E] projection, heads by view/permute,
+    the causal mask a boolean buffer applied with where(..., finfo.min)."""
+
+    def __init__(self, heads, length):
+        super().__init__()
+        self.h = heads
+        self.register_buffer("bias", torch.ones(length, length, dtype=torch.bool).tril()[None, None], persistent=False)
+
+    def forward(self, x):
+        b, l, d3 = x.shape
+        d = d3 // 3
+        q, k, v = (t.view(b, l, self.h, d // self.h).permute(0, 2, 1, 3) for t in x.split(d, dim=2))
+        w = torch.matmul(q, k.transpose(-1, -2)) / (d // self.h) ** 0.5
+        w = torch.where(self.bias[:, :, :l, :l], w, torch.finfo(w.dtype).min).softmax(-1)
+        return torch.matmul(w, v).permute(0, 2, 1, 3).reshape(b, l, d)
+
+
+def test_attention_reads_q_k_v_where_one_projection_wrote_them(tmp_path):
+    """q, k, v split off one projection's result are read there at their offsets (no slice
+    copies: IREE's slow_memcpy), the causal buffer recognised; the kernel under Triton's
+    interpreter is the model's function in float64."""
+    from braze.kernels.spec import AttentionSpec
+
+    torch.manual_seed(14)
+    b, l, h, e = 2, 40, 3, 16
+    model, x = _SplitQKV(h, 64).eval(), torch.randn(b, 40, 3 * h * e)
+    lowered = lower(model, x, device="cuda", target="sm_90")
+    (spec,) = _specs(lowered.module.operation)
+    assert spec.offsets == (0, h * e, 2 * h * e) and spec.mask == "causal" and spec.strides, spec
+    main = next(f for f in all_ops(lowered.module.operation, "func.func") if ATTR not in f.attributes)
+    assert not list(all_ops(main, ("tensor.extract_slice", "linalg.transpose", "linalg.generic")))
+    got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), [x, x, x], tmp_path)
+    want = model(x.double())
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4

@@ -209,12 +209,13 @@ def _up(cur, what: list, scale=1.0, mask=None, keep=None, fill=0.0, nodes=()) ->
                     return found
                 why = why or found
             return why or "the scores plus a number"
-        elif t in (aten.where.self, aten.masked_fill.Scalar, aten.masked_fill.Tensor):
+        elif t in (aten.where.self, aten.where.ScalarOther, aten.masked_fill.Scalar, aten.masked_fill.Tensor):
             if mask is not None or keep is not None:
                 return "two masks"
             if scale != 1.0:
                 return "a scale applied after the mask (it would scale the mask too)"
-            cond, x, f = a if t == aten.where.self else (a[1], a[0], a[2])
+            select = t in (aten.where.self, aten.where.ScalarOther)
+            cond, x, f = a if select else (a[1], a[0], a[2])
             value = _number(f)
             if value is None or not isinstance(x, torch.fx.Node):
                 return f"a select whose fill is no number ({_name(cur)})"
@@ -223,7 +224,7 @@ def _up(cur, what: list, scale=1.0, mask=None, keep=None, fill=0.0, nodes=()) ->
                         "softmax as a mask")
             if _val(cond) is None or _val(cond).dtype != torch.bool:
                 return "a select on a non-boolean condition"
-            keep, fill, cur = (cond if t == aten.where.self else ("not", cond)), value, x
+            keep, fill, cur = (cond if select else ("not", cond)), value, x
             what.append("boolean mask")
         else:
             return f"the scores go through {_name(cur)}"

@@ -71,6 +71,9 @@ def source(spec: AttentionSpec) -> str:
     base = {}
     for name, sb, sh in (("q", qb, qh), ("k", kb, kh), ("v", vb, vh), ("o", ob, oh)):
         base[name] = _base(name, sb, sh, spec.heads, spec.group if name in ("k", "v") else 1)
+        offset = dict(zip("qkv", spec.offsets)).get(name, 0)
+        if offset:
+            base[name] = f"{base[name]} + {offset}"
     setup = ""
     if spec.mask == "add":
         sb, sh, si, sj = spec.mask_strides

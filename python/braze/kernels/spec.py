@@ -49,6 +49,8 @@ class _Spec:
                 del d[flag]  # as specs were written before it: their kernel names and tuning signatures stay
         if d.get("group", 0) == 1:
             del d["group"]  # likewise
+        if d.get("offsets", 0) == ():
+            del d["offsets"]  # likewise
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def key(self) -> str:
@@ -289,6 +291,9 @@ class AttentionSpec(_Spec):
     where it is (the heads split off a projection's result, without the transpose's copy)."""
     precision: str = ""
     """float32: 'tf32x3' (float32-accurate) or 'tf32'; '' for 16-bit."""
+    offsets: tuple[int, ...] = ()
+    """Element offsets of q, k, v into their operands (() for none): q, k and v read where a
+    projection wrote them side by side ([B, L, 3*H*E] split by `split`), not sliced out."""
     group: int = 1
     """Grouped-query attention (GQA, MQA): `group` consecutive query heads share one head of k
     and v, which hold heads / group heads: query head h reads k, v head h // group (their
@@ -335,6 +340,8 @@ class AttentionSpec(_Spec):
             raise ValueError(f"head sizes {self.e}, {self.ev}: the template holds at most 256")
         if self.tile and len(self.tile) != 4:
             raise ValueError(f"tile is (BM, BN, warps, stages), got {self.tile}")
+        if self.offsets and (len(self.offsets) != 3 or min(self.offsets) < 0):
+            raise ValueError(f"offsets are 3 element offsets (q, k, v), got {self.offsets}")
         if self.strides and (len(self.strides) != 4 or any(len(x) != 3 for x in self.strides)):
             raise ValueError(f"strides are 4 triples (q, k, v, result) of (b, h, row), got {self.strides}")
 
@@ -365,6 +372,7 @@ def read_spec(text: str) -> "GemmSpec | AttentionSpec":
         d["tile"] = tuple(d.get("tile", ()))
         d["mask_strides"] = tuple(d.get("mask_strides", ()))
         d["strides"] = tuple(tuple(x) for x in d.get("strides", ()))
+        d["offsets"] = tuple(d.get("offsets", ()))
         spec = AttentionSpec(**d)
         spec.check()
         return spec
