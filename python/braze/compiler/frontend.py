@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from braze.compiler.fx_attention import last_frame as _last_frame
 from braze.errors import DependencyError, ExportError, InternalError, UnsupportedOpError
 from braze.compiler.fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
                     replace_prims_views)
@@ -616,13 +617,6 @@ def _find_fx_node(exported, aten: str, loc: str) -> tuple[str, str]:
         node = candidates[0]
         return node.name, _last_frame(node.meta.get("stack_trace")) or (f"{file}:{line}" if file else "unknown source")
     return "unknown", f"{file}:{line}" if file else "unknown source"
-
-
-def _last_frame(trace: str | None) -> str | None:
-    if not trace:
-        return None
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
 NORMALIZATIONS = ("aten.native_layer_norm", "aten.native_group_norm")

@@ -40,6 +40,7 @@ attention (the compile report's 'attention' section).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -461,8 +462,6 @@ def fuse_attention(exported, dtypes: frozenset) -> tuple[int, list[dict]]:
     """Rewrite every attention written out in `exported` (a torch.export ExportedProgram, or
     a GraphModule: then no mask is evaluated) whose q, k, v have one of `dtypes` as one SDPA call.
     Returns (how many, one record per softmax: {'source', 'attention': bool, 'form' or 'why'})."""
-    from braze.compiler.frontend import _last_frame
-
     graph_module = getattr(exported, "graph_module", exported)
     graph = graph_module.graph
     count, records = 0, []
@@ -470,7 +469,7 @@ def fuse_attention(exported, dtypes: frozenset) -> tuple[int, list[dict]]:
     for softmax in softmaxes:
         if softmax.graph is not graph or softmax not in softmax.graph.nodes:
             continue
-        where = _last_frame(softmax.meta.get("stack_trace")) or softmax.name
+        where = last_frame(softmax.meta.get("stack_trace")) or softmax.name
         found = match(softmax, dtypes)
         if isinstance(found, str):
             records.append({"source": where, "attention": False, "why": found})
@@ -484,6 +483,12 @@ def fuse_attention(exported, dtypes: frozenset) -> tuple[int, list[dict]]:
         graph.lint()
         graph_module.recompile()
     return count, records
+
+
+def last_frame(trace: str | None) -> str | None:
+    """'file:line' of the innermost frame of an FX node's stack_trace, or None."""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
 def sdpa_calls(graph) -> dict:
