@@ -154,7 +154,8 @@ class Forms(torch.nn.Module):
         self.form, self.h, self.kvh = form, heads, kv_heads
         tril = torch.ones(length, length, dtype=torch.bool).tril()
         self.register_buffer("bias", tril[None, None], persistent=False)  # GPT-2's causal buffer
-        self.register_buffer("noise", torch.rand(length, length) > 0.3, persistent=False)
+        noise = torch.rand(length, length, generator=torch.Generator().manual_seed(5)) > 0.3  # the same on every host
+        self.register_buffer("noise", noise, persistent=False)
 
     def forward(self, q, k, v, mask=None):
         b, l, _ = q.shape

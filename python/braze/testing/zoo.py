@@ -689,11 +689,21 @@ def scaled(w: Workload, factor: int) -> Workload:
                     w.memory_bound, w.dtype, False, w.tags)
 
 
+def _known(name: str) -> bool:
+    base, _, scale = name.partition("@")
+    return base in WORKLOADS and (not scale or scale.endswith("x") and scale[:-1].isdigit() and int(scale[:-1]) > 0)
+
+
+def _unknown(names: list[str]) -> UsageError:
+    return UsageError(f"unknown workload(s) {', '.join(names)}; known: {', '.join(WORKLOADS)} "
+                      "(name@Nx: N times its batch; transformers: the production-size transformer layers)")
+
+
 def workload(name: str) -> Workload:
     """A workload by name, 'name@Nx' for one at N times its batch."""
+    if not _known(name):
+        raise _unknown([name])
     base, _, scale = name.partition("@")
-    if base not in WORKLOADS or (scale and not (scale.endswith("x") and scale[:-1].isdigit() and int(scale[:-1]) > 0)):
-        raise UsageError(f"unknown workload {name}; known: {', '.join(WORKLOADS)} (name@Nx for N times the batch)")
     return scaled(WORKLOADS[base], int(scale[:-1])) if scale else WORKLOADS[base]
 
 
@@ -703,5 +713,8 @@ def select(names: list[str] | None, device: str, quick: bool = False, scales: tu
     if not names:
         names = default_names(device, quick)
     names = [m for n in names for m in (TRANSFORMERS if n == "transformers" else [n])]
+    unknown = [n for n in names if not _known(n)]
+    if unknown:
+        raise _unknown(unknown)
     found = [workload(n) for n in names]
     return [scaled(w, f) for w in found for f in scales]
