@@ -428,7 +428,7 @@ def test_models_the_raw_toolchain_runs_run_and_match_eager(case):
             assert g.dtype == e.dtype and g.shape == e.shape
             torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
         else:
-            assert type(g) is type(e) and g == pytest.approx(e, rel=1e-6)
+            assert type(g) is type(e) and g == pytest.approx(e, rel=1e-5, abs=1e-6)  # as the tensors: a float32 sum
 
 
 def test_the_same_tensor_passed_twice_compiles_two_inputs():
