@@ -576,7 +576,7 @@ def bench_here(args) -> int:
             if entry["status"] != "ok":
                 _progress(f"    torch.compile {mode} failed: {entry['error'][:200]}")
             contenders.append(entry)
-        for name in contenders:
+        for name in ("iree", "braze"):
             step += 1
             _progress(f"[{step}/{steps}] compiling {w.name} ({name})...")
             held = _Held(device)
@@ -623,9 +623,9 @@ def bench_build(args) -> int:
     staging = out / "_staging"
     staging.mkdir(parents=True, exist_ok=True)
     workloads = select(_names(args.workloads), device, args.quick, args.batch_scale)
-    contenders = ("braze",) if args.skip_iree else ("iree", "braze")
+    built = ("braze",) if args.skip_iree else ("iree", "braze")
     entries = []
-    steps = len(workloads) * len(contenders)
+    steps = len(workloads) * len(built)
     step = 0
     for w in workloads:
         model, cpu_args = w.build(device)
@@ -638,7 +638,7 @@ def bench_build(args) -> int:
             "reference_checksum": checksum(reference),
             "artifacts": {},
         }
-        for name in contenders:
+        for name in built:
             step += 1
             _progress(f"[{step}/{steps}] compiling {w.name} ({name}) for {device} {args.target or ''}...")
             result, compiled = compile_iree(name, model, cpu_args, device, args.target)
