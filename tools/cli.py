@@ -8,6 +8,7 @@
     braze check MODEL ...      compare with eager in float64; bisect to the rewrite that breaks it
     braze cache info|clear     the persistent compile cache (braze.compiler.cache)
     braze devices              which devices iree.runtime can open here
+    braze env                  braze's environment variables, their values here and what they change
 """
 
 from __future__ import annotations
@@ -52,6 +53,18 @@ def _devices(args) -> int:
     return 0
 
 
+def _env(args) -> int:
+    from braze import settings
+
+    rows = settings.describe()
+    width = max(len(r[0]) for r in rows)
+    for name, value, values, meaning in rows:
+        print(f"{name:<{width}}  {value}\n{'':<{width}}  {meaning}; {values}")
+    for name in settings.unknown():
+        print(f"{name:<{width}}  set here, but braze reads no such variable (a typo?)")
+    return 0
+
+
 SUBCOMMANDS = {
     "import": "print a model's linalg IR (braze import -h for options)",
     "compile": "compile a model file to an artifact, or print the IR handed to IREE (braze compile -h)",
@@ -79,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     cache.set_defaults(fn=_cache)
     devices = sub.add_parser("devices", help="list the devices braze can run on here")
     devices.set_defaults(fn=_devices)
+    env = sub.add_parser("env", help="braze's environment variables: their values here and what they change")
+    env.set_defaults(fn=_env)
     args = parser.parse_args(argv)
     return _guard(lambda: args.fn(args))
 

@@ -15,6 +15,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from braze import settings
+
 REPRODUCER_DIR_ENV = "BRAZE_REPRODUCER_DIR"
 """Where braze.compile writes reproducers (default: the temp directory)."""
 
@@ -23,7 +25,7 @@ _COUNTER = itertools.count(1)
 
 def default_reproducer_path(prefix: str = "braze-reproducer") -> str:
     """A fresh path for a reproducer: <prefix>-<pid>-<n>.mlir in BRAZE_REPRODUCER_DIR or the temp dir."""
-    root = os.environ.get(REPRODUCER_DIR_ENV) or tempfile.gettempdir()
+    root = settings.text(REPRODUCER_DIR_ENV) or tempfile.gettempdir()
     return os.path.join(root, f"{prefix}-{os.getpid()}-{next(_COUNTER)}.mlir")
 
 
@@ -107,4 +109,4 @@ def _create(tmp: str, path: Path) -> None:
 def cache_home() -> Path:
     """braze's cache folder: $BRAZE_CACHE_DIR, else ~/.cache/braze (the tuning cache, the
     generated kernels and the compile cache live under it)."""
-    return Path(os.environ.get("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze"))
+    return Path(settings.text("BRAZE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "braze"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from braze import settings
+
 DELAY = 2.0
 """Seconds a compile runs before its bar appears."""
 
@@ -17,11 +19,9 @@ STAGES = ("export", "import and braze's passes", "IREE and generated kernels", "
 
 
 def _wanted() -> bool:
-    forced = os.environ.get("BRAZE_PROGRESS", "").strip().lower()
-    if forced in ("0", "false", "off", "no"):
-        return False
-    if forced in ("1", "true", "on", "yes", "always"):
-        return True
+    forced = settings.flag("BRAZE_PROGRESS")
+    if forced is not None:
+        return forced
     return bool(getattr(sys.stderr, "isatty", lambda: False)()) and not os.environ.get("CI")
 
 
@@ -34,7 +34,7 @@ class Progress:
             from tqdm import tqdm
         except ImportError:
             return
-        forced = os.environ.get("BRAZE_PROGRESS", "").strip().lower() in ("1", "true", "on", "yes", "always")
+        forced = settings.flag("BRAZE_PROGRESS") is True
         self.bar = tqdm(total=len(STAGES) - 1, desc=f"braze: {what}", file=sys.stderr, leave=False,
                         delay=0 if forced else DELAY, bar_format="{desc}: {n}/{total} stages [{elapsed}]{postfix}")
 

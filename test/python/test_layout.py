@@ -103,7 +103,7 @@ def test_no_import_cycles():
 
 
 ROOMS = [
-    ("floor", ("braze.errors", "braze.fileutil", "braze.nativeio", "braze.signature", "braze.targets",
+    ("floor", ("braze.errors", "braze.settings", "braze.fileutil", "braze.nativeio", "braze.signature", "braze.targets",
                "braze.report", "braze.progress", "braze.accuracy", "braze._mlir", "braze.irutil")),
     ("kernels", ("braze.kernels",)), ("dialects", ("braze.dialects",)), ("runtime", ("braze.runtime",)),
     ("testing", ("braze.testing",)),
@@ -149,6 +149,27 @@ def test_an_upward_import_is_found():
     assert _upward_imports({"braze.runtime.module": {"braze.compiler.stages", "braze.errors"},
                             "braze.passes.gpu.split_k": {"braze.kernels.spec"}}) == [
         "braze.runtime.module (runtime) imports braze.compiler.stages (compiler)"]
+
+
+def _reads_braze_variables(source: str) -> list[str]:
+    """BRAZE_ names a module reads from the environment itself (os.environ / os.getenv)."""
+    import re
+
+    return sorted(set(re.findall(r"(?:os\.environ(?:\.get)?[\[(]|os\.getenv\()\s*[\"'](BRAZE_\w+)", source)))
+
+
+def test_only_settings_reads_braze_variables():
+    """Every BRAZE_ variable is read through braze.settings (its table is what `braze env` and
+    the README list); a module reading one itself would bypass its check and its entry."""
+    from braze import settings
+
+    readers = {name: _reads_braze_variables(path.read_text()) for name, path in _modules().items()}
+    assert {n: r for n, r in readers.items() if r and n != "braze.settings"} == {}
+    assert _reads_braze_variables('x = os.environ.get("BRAZE_CPU_WAIT", "batch")') == ["BRAZE_CPU_WAIT"]
+    named = set()
+    for path in _modules().values():
+        named |= set(__import__("re").findall(r"\bBRAZE_[A-Z_0-9]*[A-Z0-9]\b", path.read_text()))
+    assert named - {"BRAZE_TEST_SABOTAGE"} <= set(settings.VARIABLES), named - set(settings.VARIABLES)
 
 
 def test_cycle_finder_finds_a_cycle():

@@ -25,7 +25,7 @@ COMPILE_ROOMS = ("braze.compiler", "braze.passes", "braze.dialects", "braze.kern
 """braze's compile side: the runtime (braze.load, a loaded module's calls) imports none of it."""
 
 RUNTIME_ROOM = {"braze", "braze.runtime", "braze.runtime.module", "braze.runtime.dynamic", "braze.runtime.artifact",
-                "braze.errors", "braze.fileutil", "braze.report", "braze.signature", "braze.targets"}
+                "braze.errors", "braze.settings", "braze.fileutil", "braze.report", "braze.signature", "braze.targets"}
 """What `import braze.runtime` loads of braze: the runtime room's front and the shared floor
 (errors, files, the report, the signature, targets); the IREE program, the CPU policy and the
 CUDA launcher load when a module needs them."""

@@ -27,6 +27,7 @@ import json
 import os
 from pathlib import Path
 
+from braze import settings
 from braze.errors import BrazeError
 from braze.fileutil import cache_home
 
@@ -40,7 +41,7 @@ def root() -> Path:
 def enabled(requested: bool | None) -> bool:
     if requested is not None:
         return bool(requested)
-    return os.environ.get("BRAZE_COMPILE_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+    return settings.flag("BRAZE_COMPILE_CACHE") is not False
 
 
 def source_hash() -> str:
@@ -155,10 +156,7 @@ longest ago go first."""
 
 
 def max_bytes() -> int:
-    try:
-        return int(float(os.environ.get("BRAZE_COMPILE_CACHE_MAX_MIB", DEFAULT_MAX_MIB)) * 2**20)
-    except ValueError:
-        return DEFAULT_MAX_MIB * 2**20
+    return int((settings.positive_number("BRAZE_COMPILE_CACHE_MAX_MIB") or DEFAULT_MAX_MIB) * 2**20)
 
 
 def store(k: str, module) -> Path | None:

@@ -41,6 +41,7 @@ import sysconfig
 import types
 from pathlib import Path
 
+from braze import settings
 from braze.compiler import cache
 
 QUICK_VERSION = 1
@@ -50,7 +51,7 @@ _STDLIB = str(Path(sysconfig.get_paths()["stdlib"]).resolve()) + os.sep
 
 
 def enabled() -> bool:
-    return os.environ.get("BRAZE_COMPILE_CACHE_QUICK", "1").strip().lower() not in ("0", "false", "off", "no")
+    return settings.flag("BRAZE_COMPILE_CACHE_QUICK") is not False
 
 
 def index_path(quick: str) -> Path:

@@ -9,6 +9,7 @@ import threading
 
 import iree.runtime as rt
 
+from braze import settings
 from braze.errors import DeviceError
 
 _LOCK = threading.Lock()
@@ -68,12 +69,7 @@ def _cpu_driver() -> str:
 
 
 def _threads_from_env() -> int | None:
-    text = os.environ.get(CPU_THREADS_ENV, "").strip()
-    if not text:
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise DeviceError(f"{CPU_THREADS_ENV}={text!r}: expected a positive number of threads")
-    return int(text)
+    return settings.positive_int(CPU_THREADS_ENV)
 
 
 _SYNC_DEVICE = None
@@ -103,9 +99,7 @@ WAIT_POLICIES = ("batch", "normal")
 
 def _wait_policy() -> str:
     """BRAZE_CPU_WAIT's policy; 'normal' where the OS has no SCHED_BATCH."""
-    value = os.environ.get(CPU_WAIT_ENV, "batch").strip().lower() or "batch"
-    if value not in WAIT_POLICIES:
-        raise DeviceError(f"{CPU_WAIT_ENV}={value!r}: expected 'batch' or 'normal'")
+    value = settings.choice(CPU_WAIT_ENV, WAIT_POLICIES) or "batch"
     if not (hasattr(os, "SCHED_BATCH") and hasattr(os, "sched_setscheduler")):
         return "normal"
     return value

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from braze import settings
 from braze.errors import ArtifactError, DeviceError, ExecutionError, InputError, InternalError
 from braze.signature import DYNAMIC, TensorSpec
 from braze.runtime import cpu
@@ -63,14 +64,13 @@ def _instance() -> "rt.VmInstance":
 
 
 def _apply_runtime_flags() -> None:
-    import os
     import shlex
 
     try:
         rt.flags.parse_flags(*DEFAULT_RUNTIME_FLAGS)
     except ValueError:  # a runtime built without the CUDA driver
         pass
-    text = os.environ.get(RUNTIME_FLAGS_ENV, "").strip()
+    text = settings.text(RUNTIME_FLAGS_ENV)
     if not text:
         return
     try:
