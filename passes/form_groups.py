@@ -61,11 +61,10 @@ from typing import Iterable
 from braze._mlir import ir
 from braze.dialects import fusion
 from braze.dialects.fusion import UNFUSED_ATTR
-from braze.irutil import all_ops, defined_inside, op_id, remap_operands
+from braze.irutil import all_ops, defined_inside, describe_op, op_id, remap_operands, short_location
 
 from .elementwise import Elementwise, byte_width, classify, is_permutation, solve_iteration_space, tensor_bytes
 from .registry import ModulePass, decide, option, register
-from .report import describe_op, short_location
 
 _CLONEABLE = ("arith.constant", "tensor.empty")
 

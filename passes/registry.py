@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PASS_MODULES = {
     "fusion-form-groups": "braze.passes.form_groups",
     "fusion-lower-to-linalg": "braze.passes.lower_to_linalg",
-    "fusion-report": "braze.passes.report",
+    "fusion-report": "braze.passes.fusion_report",
     "fusion-fold-broadcast-matmul": "braze.passes.fold_broadcast_matmul",
     "fusion-expand-f64-math": "braze.passes.expand_f64_math",
     "fusion-cpu-codegen": "braze.passes.cpu.cpu_codegen",

@@ -77,7 +77,7 @@ def _signatures(model, args, target: str, collect) -> list[str]:
 
 
 def _kernel_signatures(model, args, target: str) -> list[str]:
-    from braze.passes.gpu.signatures import configured_signatures
+    from braze.passes.gpu.matchers import configured_signatures
 
     return _signatures(model, args, target, configured_signatures)
 
@@ -117,7 +117,7 @@ class MatMul:
 
 def _matmul_signatures(model, args, target: str) -> list[str]:
     """Every matmul braze could tile, configured or not (IREE's default is a candidate too)."""
-    from braze.passes.gpu.signatures import configured_matmul_signatures
+    from braze.passes.gpu.matchers import configured_matmul_signatures
 
     return _signatures(model, args, target, lambda op: configured_matmul_signatures(op, configured_only=False))
 

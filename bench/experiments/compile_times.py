@@ -8,7 +8,7 @@ before ('warm same': torch.export's first-call cost paid), its cold cross-compil
 torch.compile's cold compile for the CPU (torch.compile() and its first call, minus an eager
 call, its caches in a fresh folder; before 2026-12-02 the torch.compile() call itself, which
 imports Dynamo, was left out). Prints a table and the ratios warm/cold, braze/torch.compile and CUDA/CPU; a hit found
-by the quick key (braze.compiler.quickkey, no export) shows as 'quick'.
+by the quick key (braze.compiler.cache.quick_key, no export) shows as 'quick'.
 """
 
 from __future__ import annotations

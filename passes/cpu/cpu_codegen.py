@@ -52,10 +52,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops
+from braze.irutil import all_ops, producer_through_reshapes
 
 from ..gpu.configs import IM2COL_ATTR
-from ..gpu.signatures import producer_through_reshapes
 from ..registry import ModulePass, decide, one_of, option, register
 
 DATA_TILING_ATTR = "braze.data_tiling"

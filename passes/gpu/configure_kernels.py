@@ -37,16 +37,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir, linalg, tensor
-from braze.irutil import all_ops, remap_operands
+from braze.irutil import RESHAPES, all_ops, producer_through_reshapes, remap_operands, short_location
 from braze.passes.gpu.tuning import TuningCache
 
 from ..elementwise import byte_width
 from ..registry import ModulePass, decide, option, register
-from ..report import short_location
 from .configs import IM2COL_ATTR, KERNEL_CONFIG_ATTR, MATMUL_CONFIG_ATTR, KernelConfig, MatmulConfig
 from .cost_model import choose_config, choose_im2col_config, select_matmul_config
 from .options import cuda_target, tuning_cache
-from .signatures import MATMULS, RESHAPES, elementwise_signature, matmul_shape, producer_through_reshapes
+from .matchers import MATMULS, elementwise_signature, matmul_shape
 
 
 def _forced_kernel(text: str) -> str | None:

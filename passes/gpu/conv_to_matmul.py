@@ -43,16 +43,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops
+from braze.irutil import all_ops, short_location
 
 from ..registry import ModulePass, decide, option, register
-from ..report import short_location
 from ..template import replace_with_template
 from .configs import IM2COL_ATTR
 from .cost_model import MATMUL_CANDIDATES, choose_matmul_config, padded
 from .options import cuda_target
-from .signatures import conv_ints as _ints
-from .signatures import generated_conv, zero_padding as _zero_padding
+from .matchers import conv_ints as _ints
+from .matchers import generated_conv, zero_padding as _zero_padding
 
 
 @register

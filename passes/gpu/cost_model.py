@@ -1,7 +1,7 @@
 """The cost models behind braze's GPU kernel choices: elementwise tiles, im2col tiles, matmul
 tiles (and which matmuls to pad so that a tile fits), all pure functions of shapes.
 
-No MLIR here: the passes read shapes off the IR (`signatures.py`) and ask these functions; the
+No MLIR here: the passes read shapes off the IR (`matchers.py`) and ask these functions; the
 tuner asks them too, for the choice it compares measured candidates against.
 """
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops, captured_values, op_id, remap_operands
+from braze.irutil import all_ops, captured_values, op_id, remap_operands, short_location
 from braze.kernels import attention as kattention
 from braze.kernels import build as kbuild
 from braze.kernels.gemm import DYNAMIC_M, EPILOGUE_OPS, choose_tile
@@ -50,9 +50,8 @@ from braze.targets import cuda_sm_count
 from braze.passes.gpu.tuning import TuningCache
 
 from ..registry import ModulePass, decide, one_of, option, register
-from ..report import short_location
 from .options import cuda_target, forced_tiles, kernel_tiles, tuning_cache
-from .signatures import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
+from .matchers import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 TF32_MIN_CHANNELS = 32
 """A float32 convolution with fewer input channels a group runs float32-accurate (tf32x3) even

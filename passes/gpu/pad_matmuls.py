@@ -23,15 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops
+from braze.irutil import all_ops, short_location
 from braze.passes.gpu.tuning import TuningCache
 
 from ..registry import ModulePass, decide, register
-from ..report import short_location
 from ..template import replace_with_template
 from .cost_model import choose_matmul_config, padded, select_matmul_config
 from .options import cuda_target, tuning_cache
-from .signatures import matmul_shape
+from .matchers import matmul_shape
 
 
 @register

@@ -25,14 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops
+from braze.irutil import all_ops, short_location
 from braze.targets import cuda_sm_count
 
 from ..registry import ModulePass, decide, option, register
-from ..report import short_location
 from ..template import replace_with_template
 from .options import cuda_target
-from .signatures import matmul_shape
+from .matchers import matmul_shape
 
 SPLITS = (2, 4, 8)
 MIN_SPLIT_K = 256

@@ -8,6 +8,8 @@ report and the back end (IREE's context) all call the same helpers.
 from __future__ import annotations
 
 import ctypes
+import os
+import re
 from typing import Iterable
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -52,6 +54,27 @@ def _bindings(op):
     import importlib
 
     return importlib.import_module(type(op.operation).__module__.rsplit("._mlir_libs", 1)[0] + ".ir")
+
+
+def _bindings_of(value):
+    """The MLIR Python bindings a Value belongs to."""
+    import importlib
+
+    return importlib.import_module(type(value).__module__.rsplit("._mlir_libs", 1)[0] + ".ir")
+
+
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
+"""Ops IREE folds away when it forms dispatches: a linalg op behind one is still a neighbour."""
+
+
+def producer_through_reshapes(value):
+    """The op that computes `value`, looking through RESHAPES; None for a block argument."""
+    op_result = _bindings_of(value).OpResult
+    owner = value.owner if isinstance(value, op_result) else None
+    while owner is not None and owner.name in RESHAPES:
+        source = owner.operands[0]
+        owner = source.owner if isinstance(source, op_result) else None
+    return owner
 
 
 def remap_operands(op, remap: dict) -> None:
@@ -102,3 +125,38 @@ def float64_ops(op) -> list:
     return [o for o in all_ops(op)
             if any(wide(r.type) for r in o.results)
             or any(wide(a.type) for region in o.regions for block in region.blocks for a in block.arguments)]
+
+
+# -- source locations and op names, as reports print them -----------------------------------
+
+_FRAME = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
+
+
+def _short_path(path: str) -> str:
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd):] if path.startswith(cwd) else path
+
+
+def short_location(text: str) -> str:
+    """A readable source location from a printed MLIR location: 'file:line', a call site as
+    'caller:line > callee:line' (site-packages and the working directory stripped)."""
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    parts = []
+    for piece in text.split(", "):
+        frames = [f"{_short_path(p)}:{line}" for p, line in _FRAME.findall(piece)]
+        if frames:
+            entry = " > ".join(reversed(frames))
+            if entry not in parts:
+                parts.append(entry)
+    return ", ".join(parts) if parts else text
+
+
+def describe_op(op) -> str:
+    """Op name, with the body's ops for a linalg.generic (generic alone says little)."""
+    if op.name != "linalg.generic":
+        return op.name
+    body = [o.operation.name.split(".", 1)[1] for o in op.regions[0].blocks[0].operations]
+    return "linalg.generic{" + ",".join(b for b in body if b != "yield") + "}"

@@ -157,7 +157,7 @@ def test_size_bound_evicts_the_least_recently_used(cache_dir, monkeypatch):
     assert len(left) == 1 and left[0] != first
 
 
-# -- quick keys (braze.compiler.quickkey): found without torch.export, checked by a probe ---------------
+# -- quick keys (braze.compiler.cache.quick_key): found without torch.export, checked by a probe ---------------
 
 USER_MODEL = """
 import torch

@@ -2,7 +2,7 @@
 and braze kept f64 only where a float64 input or result was visible, so torch-mlir's float64
 statistics of var/std, a model's own x.double() work and its float64 buffers were silently
 computed in float32 (Var of values near 100: 0.1995 for 0.0834), and a complex128 result of
-float32 inputs failed at its first call. braze.compiler.stages._keeps_float64 decides now; each case
+float32 inputs failed at its first call. braze.compiler.frontend.keeps_float64 decides now; each case
 against eager, in float64 where eager computes in it."""
 
 from __future__ import annotations

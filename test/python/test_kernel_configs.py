@@ -51,7 +51,7 @@ def test_tuning_cache_overrides_the_cost_model(tmp_path, monkeypatch):
     x = torch.randn(256, 1024)
     from braze.compiler import frontend
     from braze.passes import runner
-    from braze.passes.gpu.signatures import configured_signatures
+    from braze.passes.gpu.matchers import configured_signatures
 
     imported = frontend.import_model(Chain(), (x,))
     with imported.context:

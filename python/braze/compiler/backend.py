@@ -242,7 +242,7 @@ braze passes it where fusion-cpu-codegen found a max reduction (bench/NOTES.md Â
 
 def _common_flags(target: Target, float64: bool, aggressive_fusion: bool | None = None) -> list[str]:
     """`float64`: IREE keeps 64-bit floats instead of demoting them to 32 bits, its default
-    (braze.compiler.stages._keeps_float64 decides: the model's float64 and complex128 inputs and results,
+    (braze.compiler.frontend.keeps_float64 decides: the model's float64 and complex128 inputs and results,
     and on the CPU the float64 a program computes in, but for LayerNorm's and GroupNorm's statistics).
     CUDA fuses reductions with their consumers (AGGRESSIVE_FUSION), and so does the CPU where
     braze's pipeline asks (`aggressive_fusion`, None: the target's default)."""

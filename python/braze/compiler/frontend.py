@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from braze.compiler.fx_attention import last_frame as _last_frame
-from braze.errors import DependencyError, ExportError, InternalError, UnsupportedOpError
+from braze.errors import BrazeWarning, DependencyError, ExportError, InternalError, UnsupportedOpError
 from braze.compiler.fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
                     replace_prims_views)
 from braze.signature import Signature, signature_from_export
@@ -641,3 +641,60 @@ def float64_origins(exported) -> dict[str, list[str]]:
             kind = "normalization" if origin.startswith(NORMALIZATIONS) else "statistics"
             found[kind].append(f"{origin.split('.')[1] if kind == 'normalization' else what} ({where})")
     return found
+
+
+def keeps_float64(imported, tgt, name: str, report) -> tuple[bool, str]:
+    """Whether IREE keeps the program's 64-bit floats (backend._common_flags), and where a kept
+    float64 is only inside the program: which ops, for the warning if IREE cannot compile them.
+
+    IREE demotes f64 and complex<f64> to 32 bits by default. That returned float64 and complex128
+    results as 32-bit ones, and Var of values near 100 as 0.1995 for 0.0834 (torch-mlir takes
+    var/std's statistics in float64; in float32 a sum of 8M values near 100 loses its mean).
+    braze keeps float64 where eager computes in it: the model's float64 and complex128 values,
+    and on the CPU the statistics of var/std/var_mean (eager's CPU kernels accumulate them in
+    float64). Demoted: a LayerNorm's or GroupNorm's statistics, which eager's CPU kernels
+    accumulate in float32 (kept, they cost the LayerNorm a second dispatch: IREE forms the
+    float32 mean and the float64 variance apart), and everything on CUDA and Vulkan, where
+    IREE 3.13 cannot compile a float64 reduction ("failed to distribute"; Vulkan: shared memory
+    over the limit) and eager's kernels accumulate var/std in float32; there the model's own
+    float64 is demoted with a warning."""
+    from braze.irutil import short_location
+
+    from braze.irutil import float64_ops
+
+    sig = imported.signature
+    visible = [s.dtype for s in sig.program_inputs + sig.outputs if s.dtype in ("float64", "complex128")]
+    if visible:
+        report.extra["float64"] = f"kept: the model takes or returns {visible[0]}"
+        return True, ""
+    with imported.context:
+        # float64 constants alone (Python scalars the program rounds to float32) are the same
+        # demoted; so are empty tensors
+        ops = [op for op in float64_ops(imported.module.operation)
+               if op.name not in ("arith.constant", "tensor.empty")]
+        if not ops:
+            return False, ""
+        located = [(op.name, short_location(str(op.location))) for op in ops]
+    where = "{} at {}".format(*next((o for o in located if o[1] != "unknown"), located[0]))
+    origins = float64_origins(imported.exported)
+
+    def listed(items: list[str]) -> str:
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+    own, statistics = origins["own"], origins["statistics"]
+    if tgt.device != "cpu":
+        report.extra["float64"] = f"demoted to float32 for {tgt.describe()} (first: {where})"
+        if own:
+            warnings.warn(
+                f"braze.compile: {name} computes in float64 inside ({listed(own)}), but IREE cannot compile "
+                f"float64 reductions for {tgt.describe()}: braze lets IREE demote that float64 to float32, and "
+                "results can differ from eager's where float32 loses precision. Compile for the CPU, which "
+                "keeps float64, or compute in float32 to say so.", BrazeWarning, stacklevel=6)
+        return False, ""
+    if not own and not statistics and origins["normalization"]:
+        report.extra["float64"] = ("demoted to float32: only normalization statistics, which eager accumulates "
+                                   f"in float32 too ({listed(origins['normalization'])})")
+        return False, ""
+    inside = listed(own + statistics) or where
+    report.extra["float64"] = f"kept: the program computes in float64 inside ({inside})"
+    return True, inside

@@ -5,7 +5,7 @@
     print(fast.report)
 
 export and import (frontend), braze's passes (braze.passes, the device's pipeline), IREE
-(backend), the CUDA launch plan (cuda_plan); the persistent cache (cache, quickkey) wraps them.
+(backend), the CUDA launch plan (cuda_plan); the persistent cache (cache) wraps them.
 `lower` runs the stages up to what IREE would compile, for tools and tests.
 """
 
@@ -44,64 +44,6 @@ def _nbytes(spec) -> int:
     for d in spec.shape:
         n *= d
     return n * _itemsize(spec)
-
-
-def _keeps_float64(imported, tgt: Target, name: str, report: Report) -> tuple[bool, str]:
-    """Whether IREE keeps the program's 64-bit floats (backend._common_flags), and where a kept
-    float64 is only inside the program: which ops, for the warning if IREE cannot compile them.
-
-    IREE demotes f64 and complex<f64> to 32 bits by default. That returned float64 and complex128
-    results as 32-bit ones, and Var of values near 100 as 0.1995 for 0.0834 (torch-mlir takes
-    var/std's statistics in float64; in float32 a sum of 8M values near 100 loses its mean).
-    braze keeps float64 where eager computes in it: the model's float64 and complex128 values,
-    and on the CPU the statistics of var/std/var_mean (eager's CPU kernels accumulate them in
-    float64). Demoted: a LayerNorm's or GroupNorm's statistics, which eager's CPU kernels
-    accumulate in float32 (kept, they cost the LayerNorm a second dispatch: IREE forms the
-    float32 mean and the float64 variance apart), and everything on CUDA and Vulkan, where
-    IREE 3.13 cannot compile a float64 reduction ("failed to distribute"; Vulkan: shared memory
-    over the limit) and eager's kernels accumulate var/std in float32; there the model's own
-    float64 is demoted with a warning."""
-    from braze.passes.report import short_location
-
-    from braze.compiler.frontend import float64_origins
-    from braze.irutil import float64_ops
-
-    sig = imported.signature
-    visible = [s.dtype for s in sig.program_inputs + sig.outputs if s.dtype in ("float64", "complex128")]
-    if visible:
-        report.extra["float64"] = f"kept: the model takes or returns {visible[0]}"
-        return True, ""
-    with imported.context:
-        # float64 constants alone (Python scalars the program rounds to float32) are the same
-        # demoted; so are empty tensors
-        ops = [op for op in float64_ops(imported.module.operation)
-               if op.name not in ("arith.constant", "tensor.empty")]
-        if not ops:
-            return False, ""
-        located = [(op.name, short_location(str(op.location))) for op in ops]
-    where = "{} at {}".format(*next((o for o in located if o[1] != "unknown"), located[0]))
-    origins = float64_origins(imported.exported)
-
-    def listed(items: list[str]) -> str:
-        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
-
-    own, statistics = origins["own"], origins["statistics"]
-    if tgt.device != "cpu":
-        report.extra["float64"] = f"demoted to float32 for {tgt.describe()} (first: {where})"
-        if own:
-            warnings.warn(
-                f"braze.compile: {name} computes in float64 inside ({listed(own)}), but IREE cannot compile "
-                f"float64 reductions for {tgt.describe()}: braze lets IREE demote that float64 to float32, and "
-                "results can differ from eager's where float32 loses precision. Compile for the CPU, which "
-                "keeps float64, or compute in float32 to say so.", BrazeWarning, stacklevel=6)
-        return False, ""
-    if not own and not statistics and origins["normalization"]:
-        report.extra["float64"] = ("demoted to float32: only normalization statistics, which eager accumulates "
-                                   f"in float32 too ({listed(origins['normalization'])})")
-        return False, ""
-    inside = listed(own + statistics) or where
-    report.extra["float64"] = f"kept: the program computes in float64 inside ({inside})"
-    return True, inside
 
 
 def _check_precision(precision) -> None:
@@ -235,54 +177,32 @@ def _compile_dynamic_build(model, example_inputs, example_kwargs, dynamic_shapes
 
 def _cached(progress, model, example_inputs, example_kwargs, opts: CompileOptions, dynamic_shapes=None):
     """braze.compile's work after its argument checks: the stages (_compile_stages) behind the
-    persistent compile cache. A quick key (the model's identity, no export) finds a warm entry
-    without exporting; else the exported program's key; a miss compiles and stores."""
+    persistent compile cache (compile_cache.cached_compile)."""
     progress.stage("export")
+
+    def stages(exported=None):
+        return _compile_stages(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes, exported)
+
     if not compile_cache.enabled(opts.cache):
-        return _compile_stages(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes)
-    from braze.compiler import frontend, quickkey
+        return stages()
+    from braze.compiler import frontend
     from braze.passes.gpu.tuning import default_path
 
-    quick_miss = "no quick key for this model"  # why a quick key found nothing, for the report
-    t0 = time.perf_counter()
     tgt = resolve(opts.device, opts.target)
     choices = opts.cache_choices()
     if dynamic_shapes is not None:
         from braze.compiler.dynamic import describe_dynamic_shapes
 
         choices["dynamic_shapes"] = describe_dynamic_shapes(dynamic_shapes)
-    where, tuning, found_versions = tgt.cache_identity(), str(default_path()), versions()
     # The pipeline's own text (printed without MLIR: the registry loads a pass when it runs)
     # holds what decides it: the device's options, TF32 as torch's flags say, Triton or not.
-    pipeline_text = opts.pipeline or device_pipeline(tgt, opts.fusion, opts.precision)
-    quick = quickkey.quick_key(model, example_inputs, example_kwargs or {}, choices, where, pipeline_text, tuning,
-                               found_versions)
-    if quick is not None:
-        found, quick_miss = quickkey.lookup(quick, model)
-        hit = compile_cache.load(found, model, opts.runtime, load) if found else None
-        if hit is not None:
-            return _cache_hit(hit, found, {"quick key and probe": time.perf_counter() - t0}, model, quick=True)
-        quick_miss = quick_miss or "the quick key's entry did not load"
-    t0 = time.perf_counter()
-    exported = frontend.export(model, example_inputs, example_kwargs or {}, dynamic_shapes)
-    export_seconds = time.perf_counter() - t0
-    cache_key = compile_cache.key(exported, choices, where, pipeline_text, tuning, found_versions)
-    t1 = time.perf_counter()
-    hit = compile_cache.load(cache_key, model, opts.runtime, load)
-    if hit is not None:
-        if quick is not None:
-            quickkey.remember(quick, cache_key, model, example_inputs, example_kwargs, hit)
-        hit = _cache_hit(hit, cache_key, {"export": export_seconds, "cache": time.perf_counter() - t1}, model)
-        hit.report.extra["cache"]["quick_miss"] = quick_miss
-        return hit
-    module = _compile_stages(progress, model, example_inputs, example_kwargs, opts, dynamic_shapes, exported)
-    module.report.stage_seconds["export"] = export_seconds
-    stored = compile_cache.store(cache_key, module)
-    module.report.extra["cache"] = {"hit": False, "entry": str(stored) if stored else None, "quick_miss": quick_miss}
-    if stored and quick is not None:
-        module.report.extra["cache"]["quick_key"] = quickkey.remember(quick, cache_key, model, example_inputs,
-                                                                      example_kwargs, module)
-    return module
+    identity = compile_cache.Identity(choices, tgt.cache_identity(),
+                                      opts.pipeline or device_pipeline(tgt, opts.fusion, opts.precision),
+                                      str(default_path()), versions())
+    return compile_cache.cached_compile(
+        model, example_inputs, example_kwargs, identity,
+        export=lambda: frontend.export(model, example_inputs, example_kwargs or {}, dynamic_shapes),
+        compile_exported=stages, load_artifact=load, runtime=opts.runtime)
 
 
 def _compile_stages(progress, model, example_inputs, example_kwargs, opts: CompileOptions, dynamic_shapes=None,
@@ -297,7 +217,7 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     tgt, report = lowered.target, lowered.report
     runtime, output_storage, transient_storage = opts.runtime, opts.output_storage, opts.transient_storage
     if transient_storage and lowered.tensor_loops:
-        from braze.passes.report import short_location
+        from braze.irutil import short_location
 
         transient_storage = False
         report.extra["transient_storage"] = (
@@ -438,15 +358,6 @@ def _iree_flags(lowered: "Lowered", user: list[str]) -> list[str]:
     return ours + user
 
 
-def _cache_hit(hit, key: str, seconds: dict, model, quick: bool = False):
-    """A module from the compile cache, its report saying so (and what the cold compile took)."""
-    hit.report.extra["cache"] = {"hit": True, "quick": quick, "entry": str(compile_cache.entry(key)),
-                                 "cold_stage_seconds": dict(hit.report.stage_seconds)}
-    hit.report.stage_seconds = seconds
-    hit._source = f"the compiled {type(model).__name__} (from the compile cache)"
-    return hit
-
-
 @dataclass
 class Lowered:
     """A model after braze's front end and pass pipeline: the module braze.compile hands to IREE."""
@@ -462,7 +373,7 @@ class Lowered:
     copy_outputs: frozenset = frozenset()
     """Program outputs that may alias an input or a constant: the runtime returns copies."""
     float64: bool = False
-    """Whether IREE keeps the program's 64-bit floats instead of demoting them (_keeps_float64)."""
+    """Whether IREE keeps the program's 64-bit floats instead of demoting them (frontend.keeps_float64)."""
     iree_flags: tuple[str, ...] = ()
     """iree-compile flags braze's pipeline chose (fusion-cpu-codegen's data tiling), before the user's."""
     aggressive_fusion: bool | None = None
@@ -501,10 +412,10 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes import abi, runner
     from braze.kernels.build import available as kernels_available
     from braze.passes.gpu.generate_kernels import generated_kernels
-    from braze.passes.gpu.signatures import kernel_configs
+    from braze.passes.gpu.matchers import kernel_configs
     from braze._mlir import ir
     from braze.passes.cpu.cpu_codegen import CHANNELS_LAST_ATTR, DATA_TILING_ATTR, REASSOCIATE_ATTR
-    from braze.passes.report import count_linalg_ops
+    from braze.passes.fusion_report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused
     pipeline_text = pipeline or device_pipeline(tgt, fusion, precision)
@@ -565,7 +476,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             report.cpu_codegen += f"; convolutions channels-last: {channels_last}"
     if failing:
         from braze.errors import UnsupportedOpError
-        from braze.passes.report import short_location
+        from braze.irutil import short_location
 
         message, where = failing[0]
         raise UnsupportedOpError(
@@ -573,7 +484,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
             f"check that fails on every call ('{message}'), for a case its lowering does not support. "
             "Change that op's "
             "sizes or replace it; the raw torch-mlir + IREE toolchain fails the same way, at run time.")
-    float64, float64_inside = _keeps_float64(imported, tgt, type(model).__name__, report)
+    float64, float64_inside = frontend.keeps_float64(imported, tgt, type(model).__name__, report)
     aggressive = None
     if tgt.device == "cpu":
         from braze.passes.form_groups import FormGroupsPass

@@ -15,19 +15,6 @@ from .cost_model import MATMUL_CANDIDATES
 
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
-RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
-"""Ops IREE folds away when it forms dispatches: a linalg op behind one is still a neighbour."""
-
-
-def producer_through_reshapes(value: ir.Value):
-    """The op that computes `value`, looking through RESHAPES; None for a block argument."""
-    owner = value.owner if isinstance(value, ir.OpResult) else None
-    while owner is not None and owner.name in RESHAPES:
-        source = owner.operands[0]
-        owner = source.owner if isinstance(source, ir.OpResult) else None
-    return owner
-
-
 def matmul_shape(op: ir.Operation) -> MatmulSignature | None:
     """The signature of a static (batch) matmul whose element type braze tiles, else None (also
     for one with a zero-size dimension: it has no work to tile, and padding it made an out-of-bounds

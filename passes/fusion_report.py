@@ -18,15 +18,13 @@ mlir-opt's analysis printers do), where lit tests read it.
 from __future__ import annotations
 
 import json
-import os
-import re
 import sys
 from dataclasses import asdict, dataclass, field
 
 from braze._mlir import ir
 
 from braze.dialects.fusion import UNFUSED_ATTR
-from braze.irutil import all_ops, op_id
+from braze.irutil import all_ops, describe_op, op_id, short_location
 
 from .elementwise import tensor_bytes
 from .registry import ModulePass, option, record_analysis, register
@@ -113,41 +111,8 @@ class FusionReport:
         return self.to_text()
 
 
-_FRAME = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
-
-
-def _short_path(path: str) -> str:
-    if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1]
-    cwd = os.getcwd() + os.sep
-    return path[len(cwd):] if path.startswith(cwd) else path
-
-
 def _loc(op: ir.Operation) -> str:
     return short_location(str(op.location))
-
-
-def short_location(text: str) -> str:
-    """A readable source location from a printed MLIR location: 'file:line', a call site as
-    'caller:line > callee:line' (site-packages and the working directory stripped)."""
-    if text.startswith("loc(") and text.endswith(")"):
-        text = text[4:-1]
-    parts = []
-    for piece in text.split(", "):
-        frames = [f"{_short_path(p)}:{line}" for p, line in _FRAME.findall(piece)]
-        if frames:
-            entry = " > ".join(reversed(frames))
-            if entry not in parts:
-                parts.append(entry)
-    return ", ".join(parts) if parts else text
-
-
-def describe_op(op: ir.Operation) -> str:
-    """Op name, with the body's ops for a linalg.generic (generic alone says little)."""
-    if op.name != "linalg.generic":
-        return op.name
-    body = [o.operation.name.split(".", 1)[1] for o in op.regions[0].blocks[0].operations]
-    return "linalg.generic{" + ",".join(b for b in body if b != "yield") + "}"
 
 
 def _source(v: ir.Value) -> ir.Operation | None:
