@@ -20,7 +20,7 @@ from typing import Any
 from braze.compiler.fx_attention import last_frame as _last_frame
 from braze.errors import BrazeWarning, DependencyError, ExportError, InternalError, UnsupportedOpError
 from braze.compiler.fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
-                    replace_prims_views)
+                    fix_symbolic_floats, replace_prims_views)
 from braze.signature import Signature, signature_from_export
 
 try:
@@ -273,6 +273,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     fix_index_with_none(exported.graph_module, frozenset(
         {**sig.inputs_to_lifted_tensor_constants, **sig.inputs_to_buffers, **sig.inputs_to_parameters}))
     drop_same_size_expands(exported.graph_module)
+    fix_symbolic_floats(exported.graph_module)
     _refuse_data_dependent_sizes(exported, model)
     state = prepare_state(exported, model)
     scalars = prepare_outputs(exported, model)

@@ -141,6 +141,25 @@ def replace_prims_views(graph_module: torch.fx.GraphModule) -> int:
     return _finish(graph_module, count)
 
 
+def fix_symbolic_floats(graph_module: torch.fx.GraphModule) -> int:
+    """`torch.sym_float(n)` (float() of an int a model read with int() or .item(), as
+    `float(lhs) + int(rhs)` traces) as `aten.Float.Scalar(n)`: torch-mlir's FX importer has no
+    case for torch.sym_float ("Unimplemented call_function"), but imports Float.Scalar, the op it
+    promotes symbolic ints with itself. Torch-mlir's AddFloatIntModule and the Ge/Gt/Ne
+    FloatInt comparisons failed on it."""
+    graph = graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is torch.sym_float and len(node.args) == 1 and not node.kwargs:
+            with graph.inserting_before(node):
+                new = graph.call_function(aten.Float.Scalar, node.args)
+            new.meta = dict(node.meta)
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
+            count += 1
+    return _finish(graph_module, count)
+
+
 def _replace(graph, node, new) -> None:
     """`new` takes `node`'s place: its metadata (source location) and every use."""
     new.meta = {**node.meta, "val": new.meta["val"]}

@@ -597,6 +597,11 @@ add("clamp_int_to_float", "misc", lambda x: torch.clamp(x, min=-2.5, max=2.5),
 add("prims_view_of_squeeze_split_dim", "misc",
     lambda x, y: (torch.ops.prims.view_of(x) * 2, torch.ops.prims.squeeze(y, [0, 2]), torch.ops.prims.split_dim(x, 0, 3)),
     rand((6, 5), (1, 4, 1)))
+_SCALAR_AND_INT = lambda g: (torch.randn((), generator=g) * 10, torch.randint(-10, 10, (), generator=g))
+add("float_plus_int_scalars", "misc", lambda x, n: float(x) + int(n), _SCALAR_AND_INT, reference="eager")
+add("float_int_scalar_comparisons", "misc",
+    lambda x, n: (float(x) > int(n), float(x) >= int(n), float(x) * int(n)),
+    _SCALAR_AND_INT, reference="eager")
 add("avg_pool2d_unbatched", "pooling", lambda x: F.avg_pool2d(x, (6, 8), 2), rand((4, 20, 20)))
 add("conv_tbc", "conv", lambda x, w, b: torch.conv_tbc(x, w, b, 1), rand((9, 4, 5), (3, 5, 6), (6,)))
 
