@@ -20,7 +20,7 @@ from typing import Any
 from braze.compiler.fx_attention import last_frame as _last_frame
 from braze.errors import BrazeWarning, DependencyError, ExportError, InternalError, UnsupportedOpError
 from braze.compiler.fxfix import (drop_same_size_expands, fix_empty_tensors, fix_index_with_none, fix_narrow_integers,
-                    fix_symbolic_floats, replace_prims_views)
+                    fix_symbolic_floats, replace_prims_views, SCALAR_COMPARISON)
 from braze.signature import Signature, signature_from_export
 
 try:
@@ -633,6 +633,8 @@ def float64_origins(exported) -> dict[str, list[str]]:
     that a LayerNorm or GroupNorm decomposed into."""
     found: dict[str, list[str]] = {"own": [], "statistics": [], "normalization": []}
     for node in exported.graph.nodes:
+        if node.meta.get(SCALAR_COMPARISON):
+            continue  # Python floats compared as 0-d float64 tensors (fxfix): float64 in eager too
         where = _last_frame(node.meta.get("stack_trace")) or "no source line"
         what = node.name if node.op == "placeholder" else getattr(node.target, "__name__", str(node.target))
         if getattr(node.meta.get("val"), "dtype", None) in (torch.float64, torch.complex128):

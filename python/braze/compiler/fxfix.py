@@ -32,6 +32,8 @@ every new node the fake-tensor value torch-mlir's importer types it by.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 aten = torch.ops.aten
@@ -141,22 +143,72 @@ def replace_prims_views(graph_module: torch.fx.GraphModule) -> int:
     return _finish(graph_module, count)
 
 
+_COMPARISONS = {operator.gt: aten.gt.Tensor, operator.ge: aten.ge.Tensor, operator.lt: aten.lt.Tensor,
+                operator.le: aten.le.Tensor, operator.eq: aten.eq.Tensor, operator.ne: aten.ne.Tensor}
+
+SCALAR_COMPARISON = "braze_scalar_comparison"
+"""Meta key of the float64 nodes fix_symbolic_floats adds (frontend.float64_origins skips them:
+they hold Python floats, which are float64 in eager too)."""
+
+
+def _is_float_scalar(arg) -> bool:
+    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+    return isinstance(val, (float, torch.SymFloat))
+
+
 def fix_symbolic_floats(graph_module: torch.fx.GraphModule) -> int:
-    """`torch.sym_float(n)` (float() of an int a model read with int() or .item(), as
-    `float(lhs) + int(rhs)` traces) as `aten.Float.Scalar(n)`: torch-mlir's FX importer has no
-    case for torch.sym_float ("Unimplemented call_function"), but imports Float.Scalar, the op it
-    promotes symbolic ints with itself. Torch-mlir's AddFloatIntModule and the Ge/Gt/Ne
-    FloatInt comparisons failed on it."""
+    """Python float arithmetic on numbers a model read with int()/float()/.item(), as torch-mlir
+    imports and lowers it:
+    - `torch.sym_float(n)` (an int made a float, as `float(lhs) + int(rhs)` traces) as
+      `aten.Float.Scalar(n)`: torch-mlir's FX importer has no case for torch.sym_float
+      ("Unimplemented call_function") but imports Float.Scalar, the op it promotes symbolic ints
+      with itself (torch-mlir's AddFloatIntModule, Ge/GtFloatIntModule failed on it).
+    - comparisons of two floats (`a > b`, ..., `a != b`) as the comparison of two 0-d float64
+      tensors read back with item(): torch-mlir lowers aten.gt/ge/eq.float with unordered
+      predicates (NaN > 1.0 came back True, NaN == 1.0 True) and has no lowering for
+      aten.lt/le/ne.float; its tensor comparisons are ordered, as Python's are. Both operands
+      being floats also keeps the importer off its mixed float/int path, which swaps the
+      operands of lt/ge/gt to put the float first."""
     graph = graph_module.graph
+    mode = _fake_mode(graph)
+
+    def fake(dtype):
+        if mode is None:
+            return torch.empty((), dtype=dtype, device="meta")
+        with mode:
+            return torch.empty((), dtype=dtype)
+
     count = 0
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target is torch.sym_float and len(node.args) == 1 and not node.kwargs:
+        if node.op != "call_function" or node.kwargs:
+            continue
+        if node.target is torch.sym_float and len(node.args) == 1:
             with graph.inserting_before(node):
                 new = graph.call_function(aten.Float.Scalar, node.args)
             new.meta = dict(node.meta)
-            node.replace_all_uses_with(new)
-            graph.erase_node(node)
-            count += 1
+        elif node.target in _COMPARISONS and len(node.args) == 2 and all(map(_is_float_scalar, node.args)):
+            with graph.inserting_before(node):
+                operands = []
+                for arg in node.args:
+                    t = graph.call_function(aten.scalar_tensor.default, (arg,), {"dtype": torch.float64})
+                    t.meta = {**node.meta, "val": fake(torch.float64),
+                              SCALAR_COMPARISON: True}
+                    operands.append(t)
+                compared = graph.call_function(_COMPARISONS[node.target], tuple(operands))
+                compared.meta = {**node.meta, "val": fake(torch.bool)}
+                # torch-mlir's item() returns no bool: the 0/1 as an int, made a bool again
+                as_int = graph.call_function(prims.convert_element_type.default, (compared, torch.int64))
+                as_int.meta = {**node.meta, "val": fake(torch.int64)}
+                number = graph.call_function(aten.item.default, (as_int,))
+                env = getattr(mode, "shape_env", None)
+                number.meta = {**node.meta, "val": env.create_unbacked_symint() if env is not None else 0}
+                new = graph.call_function(aten.Bool.int, (number,))
+            new.meta = dict(node.meta)
+        else:
+            continue
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        count += 1
     return _finish(graph_module, count)
 
 

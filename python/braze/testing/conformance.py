@@ -600,8 +600,18 @@ add("prims_view_of_squeeze_split_dim", "misc",
 _SCALAR_AND_INT = lambda g: (torch.randn((), generator=g) * 10, torch.randint(-10, 10, (), generator=g))
 add("float_plus_int_scalars", "misc", lambda x, n: float(x) + int(n), _SCALAR_AND_INT, reference="eager")
 add("float_int_scalar_comparisons", "misc",
-    lambda x, n: (float(x) > int(n), float(x) >= int(n), float(x) * int(n)),
+    lambda x, n: (float(x) > int(n), float(x) >= int(n), float(x) * int(n), int(n) > float(x), int(n) - float(x),
+                  float(x) < int(n), float(x) <= int(n), int(n) < float(x)),
     _SCALAR_AND_INT, reference="eager")
+_FLOAT_COMPARISONS = lambda x, y: (float(x) > float(y), float(x) >= float(y), float(x) < float(y),
+                                   float(x) <= float(y), float(x) == float(y), float(x) != float(y))
+add("float_scalar_comparisons", "misc", _FLOAT_COMPARISONS,
+    lambda g: (torch.randn((), generator=g), torch.randn((), generator=g)), reference="eager")
+add("float_scalar_comparisons_nan", "nan", _FLOAT_COMPARISONS,
+    lambda g: (torch.tensor(float("nan")), torch.randn((), generator=g)), reference="eager")
+add("float_int_scalar_comparisons_nan", "nan",
+    lambda x, n: (float(x) > int(n), float(x) >= int(n), int(n) < float(x), float(x) <= int(n)),
+    lambda g: (torch.tensor(float("nan")), torch.randint(-10, 10, (), generator=g)), reference="eager")
 add("avg_pool2d_unbatched", "pooling", lambda x: F.avg_pool2d(x, (6, 8), 2), rand((4, 20, 20)))
 add("conv_tbc", "conv", lambda x, w, b: torch.conv_tbc(x, w, b, 1), rand((9, 4, 5), (3, 5, 6), (6,)))
 
