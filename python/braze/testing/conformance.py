@@ -610,7 +610,8 @@ add("float_scalar_comparisons", "misc", _FLOAT_COMPARISONS,
 add("float_scalar_comparisons_nan", "nan", _FLOAT_COMPARISONS,
     lambda g: (torch.tensor(float("nan")), torch.randn((), generator=g)), reference="eager")
 add("float_int_scalar_comparisons_nan", "nan",
-    lambda x, n: (float(x) > int(n), float(x) >= int(n), int(n) < float(x), float(x) <= int(n)),
+    lambda x, n: (float(x) > int(n), float(x) >= int(n), int(n) < float(x), float(x) <= int(n), float(x) > 2,
+                  3 <= float(x), float(x) == 0, float(x) != 1),
     lambda g: (torch.tensor(float("nan")), torch.randint(-10, 10, (), generator=g)), reference="eager")
 add("avg_pool2d_unbatched", "pooling", lambda x: F.avg_pool2d(x, (6, 8), 2), rand((4, 20, 20)))
 add("conv_tbc", "conv", lambda x, w, b: torch.conv_tbc(x, w, b, 1), rand((9, 4, 5), (3, 5, 6), (6,)))
