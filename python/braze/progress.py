@@ -18,23 +18,20 @@ DELAY = 2.0
 STAGES = ("export", "import and braze's passes", "IREE and generated kernels", "done")
 
 
-def _wanted() -> bool:
-    forced = settings.flag("BRAZE_PROGRESS")
-    if forced is not None:
-        return forced
+def _watched() -> bool:
     return bool(getattr(sys.stderr, "isatty", lambda: False)()) and not os.environ.get("CI")
 
 
 class Progress:
     def __init__(self, what: str):
         self.bar = None
-        if not _wanted():
+        forced = settings.flag("BRAZE_PROGRESS")  # None: a bar only where someone watches
+        if not (forced if forced is not None else _watched()):
             return
         try:
             from tqdm import tqdm
         except ImportError:
             return
-        forced = settings.flag("BRAZE_PROGRESS") is True
         self.bar = tqdm(total=len(STAGES) - 1, desc=f"braze: {what}", file=sys.stderr, leave=False,
                         delay=0 if forced else DELAY, bar_format="{desc}: {n}/{total} stages [{elapsed}]{postfix}")
 

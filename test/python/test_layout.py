@@ -3,6 +3,7 @@ one definition of each attribute name braze puts on IR, and every pass has its l
 before/after example in its docstring."""
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -152,10 +153,32 @@ def test_an_upward_import_is_found():
 
 
 def _reads_braze_variables(source: str) -> list[str]:
-    """BRAZE_ names a module reads from the environment itself (os.environ / os.getenv)."""
-    import re
+    """BRAZE_ names a module reads from the environment itself: os.environ[X], os.environ.get(X)
+    or os.getenv(X), X a "BRAZE_..." literal or a module constant holding one."""
+    tree = ast.parse(source)
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
 
-    return sorted(set(re.findall(r"(?:os\.environ(?:\.get)?[\[(]|os\.getenv\()\s*[\"'](BRAZE_\w+)", source)))
+    def braze_name(arg):
+        value = arg.value if isinstance(arg, ast.Constant) else constants.get(getattr(arg, "id", None))
+        return value if isinstance(value, str) and value.startswith("BRAZE_") else None
+
+    def is_environ(n):
+        return isinstance(n, ast.Attribute) and n.attr == "environ" and getattr(n.value, "id", None) == "os"
+
+    found = set()
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript) and is_environ(node.value):
+            key = node.slice
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
+                (node.func.attr == "get" and is_environ(node.func.value))
+                or (node.func.attr == "getenv" and getattr(node.func.value, "id", None) == "os")):
+            key = node.args[0]
+        if key is not None and braze_name(key):
+            found.add(braze_name(key))
+    return sorted(found)
 
 
 def test_only_settings_reads_braze_variables():
@@ -166,9 +189,11 @@ def test_only_settings_reads_braze_variables():
     readers = {name: _reads_braze_variables(path.read_text()) for name, path in _modules().items()}
     assert {n: r for n, r in readers.items() if r and n != "braze.settings"} == {}
     assert _reads_braze_variables('x = os.environ.get("BRAZE_CPU_WAIT", "batch")') == ["BRAZE_CPU_WAIT"]
+    assert _reads_braze_variables('W = "BRAZE_CPU_WAIT"\ndef f():\n    return os.environ[W]') == ["BRAZE_CPU_WAIT"]
+    assert _reads_braze_variables('import os\nos.getenv("BRAZE_X")\nos.environ.get("CI")') == ["BRAZE_X"]
     named = set()
     for path in _modules().values():
-        named |= set(__import__("re").findall(r"\bBRAZE_[A-Z_0-9]*[A-Z0-9]\b", path.read_text()))
+        named |= set(re.findall(r"\bBRAZE_[A-Z_0-9]*[A-Z0-9]\b", path.read_text()))
     assert named - {"BRAZE_TEST_SABOTAGE"} <= set(settings.VARIABLES), named - set(settings.VARIABLES)
 
 

@@ -661,9 +661,7 @@ def keeps_float64(imported, tgt, name: str, report) -> tuple[bool, str]:
     IREE 3.13 cannot compile a float64 reduction ("failed to distribute"; Vulkan: shared memory
     over the limit) and eager's kernels accumulate var/std in float32; there the model's own
     float64 is demoted with a warning."""
-    from braze.irutil import short_location
-
-    from braze.irutil import float64_ops
+    from braze.irutil import float64_ops, short_location
 
     sig = imported.signature
     visible = [s.dtype for s in sig.program_inputs + sig.outputs if s.dtype in ("float64", "complex128")]

@@ -152,8 +152,7 @@ they hold Python floats, which are float64 in eager too)."""
 
 
 def _is_float_scalar(arg) -> bool:
-    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-    return isinstance(val, (float, torch.SymFloat))
+    return isinstance(_val(arg), (float, torch.SymFloat))
 
 
 def fix_symbolic_floats(graph_module: torch.fx.GraphModule) -> int:
