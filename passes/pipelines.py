@@ -108,6 +108,9 @@ class CudaPipeline(PassPipeline):
                                     "(none: braze's im2col copy + matmul)",
                             check=one_of("tf32", "tf32x3", "off", "im2col"))
     kernel_tiles: str = kernel_tiles()
+    rows: str = option("on", "Row programs (LayerNorm, RMSNorm, softmax: a reduction of the last dimension with the "
+                             "elementwise work around it) as generated row kernels: on, off (IREE's dispatches)",
+                       check=one_of("on", "off"))
 
     def expand(self) -> str:
         target = f"target={self.target}"
@@ -123,7 +126,7 @@ class CudaPipeline(PassPipeline):
         conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
         return (f"{conv},fusion-default-pipeline,"
                 f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
-                f"{forced}}},"
+                f"{forced}{' rows=off' if self.rows == 'off' else ''}}},"
                 f"fusion-pad-matmuls{{{tuned}}},"
                 f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
 

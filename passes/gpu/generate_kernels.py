@@ -42,15 +42,16 @@ from dataclasses import dataclass
 
 from braze._mlir import ir
 from braze.irutil import all_ops, captured_values, op_id, remap_operands, short_location
-from braze.kernels import attention as kattention
 from braze.kernels import build as kbuild
-from braze.kernels.gemm import DYNAMIC_M, EPILOGUE_OPS, choose_tile
+from braze.kernels.gemm import DYNAMIC_M, EPILOGUE_OPS
 from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, Input, parse_tile, read_spec
 from braze.targets import cuda_sm_count
 from braze.passes.gpu.tuning import TuningCache
 
 from ..registry import ModulePass, decide, one_of, option, register
 from .options import cuda_target, forced_tiles, kernel_tiles, tuning_cache
+from .match_rows import match_rows
+from .match_rows import _reduction as row_reduction
 from .matchers import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 
 TF32_MIN_CHANNELS = 32
@@ -106,6 +107,9 @@ class GenerateKernelsPass(ModulePass):
                                "the kernels here (Triton installed)", check=one_of("auto", "on", "off"))
     tuning_cache: str = tuning_cache()
     tiles: str = kernel_tiles()
+    rows: str = option("on", "Row programs (a reduction of the last dimension with the elementwise work around "
+                             "it: LayerNorm, RMSNorm, softmax) as generated row kernels: on, off",
+                       check=one_of("on", "off"))
 
     def run(self, module: ir.Operation) -> None:
         if not self.target or self.mode == "off":
@@ -148,6 +152,36 @@ class GenerateKernelsPass(ModulePass):
                 outlined = _outline(module, f, plan, spec, label)
                 outlined.attributes[TILE_FROM_ATTR] = ir.StringAttr.get(tile_from)
                 count += 1
+            if self.rows == "on":
+                count = self._row_kernels(module, f, count, sms, cache, forced)
+
+    def _row_kernels(self, module, f, count: int, sms: int, cache, forced: dict) -> int:
+        """Outline each row program of `f` (braze.passes.gpu.match_rows), seeded by its reductions
+        in block order; a reduction left to IREE gets the reason."""
+        while True:
+            order = {op_id(o.operation): i for i, o in enumerate(f.regions[0].blocks[0].operations)}
+            seed = next((g for g in all_ops(f, "linalg.generic") if SKIPPED_ATTR not in g.attributes
+                         and not isinstance(row_reduction(g), str)), None)
+            if seed is None:
+                return count
+            found = match_rows(seed, order)
+            if isinstance(found, str):
+                seed.attributes[SKIPPED_ATTR] = ir.StringAttr.get(found)
+                continue
+            spec, args, ops, result, last = found
+            spec, tile_from = self._tiled(spec, sms, cache, forced)
+            label = f"braze_kernel{count}"
+            if not decide(self.name, f"@{label}: {spec.describe()} at {short_location(str(seed.location))}"):
+                seed.attributes[SKIPPED_ATTR] = ir.StringAttr.get("left to IREE by the decision limit")
+                continue
+            plan = _Plan(args, ops, result, last)
+            closure = _closure(plan)
+            if isinstance(closure, str):
+                seed.attributes[SKIPPED_ATTR] = ir.StringAttr.get(closure)
+                continue
+            outlined = _outline(module, f, plan, spec, label)
+            outlined.attributes[TILE_FROM_ATTR] = ir.StringAttr.get(tile_from)
+            count += 1
 
     def _tiled(self, spec, sms: int, cache: TuningCache | None, forced: dict) -> tuple:
         """The spec with its tile: forced (tiles=), else measured (the tuning cache: an entry that
@@ -169,7 +203,7 @@ class GenerateKernelsPass(ModulePass):
                 return tiled, f"measured ({cache.path})"
             except ValueError:
                 pass
-        tile = kattention.choose_tile(spec, sms) if isinstance(spec, AttentionSpec) else choose_tile(spec, sms)
+        tile = kbuild.template(spec).choose_tile(spec, sms)
         return type(spec)(**{**spec.__dict__, "tile": tile}), "cost model"
 
 
@@ -1099,7 +1133,8 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
     for f in all_ops(module, "func.func"):
         if ATTR in f.attributes:
             spec = read_spec(ir.StringAttr(f.attributes[ATTR]).value)
-            mm = next(iter(all_ops(f, CONTRACTIONS)), None)
+            mm = next(iter(all_ops(f, CONTRACTIONS)), None) or next(
+                (g for g in all_ops(f, "linalg.generic") if not isinstance(row_reduction(g), str)), None)
             entry = {"function": ir.StringAttr(f.attributes["sym_name"]).value, "kernel": spec.describe(),
                      "generated": True, "location": short_location(str(mm.location)) if mm is not None else ""}
             if EPILOGUE_END_ATTR in f.attributes:
@@ -1108,9 +1143,11 @@ def generated_kernels(module: ir.Operation) -> list[dict]:
             if TILE_FROM_ATTR in f.attributes:
                 entry["tile_from"] = ir.StringAttr(f.attributes[TILE_FROM_ATTR]).value
             found.append(entry)
-    for mm in all_ops(module, CONTRACTIONS):
+    for mm in all_ops(module, CONTRACTIONS + ("linalg.generic",)):
         if SKIPPED_ATTR in mm.attributes:
-            found.append({"function": "", "kernel": f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}",
+            what = (f"row reduction of {mm.operands[0].type}" if mm.name == "linalg.generic" else
+                    f"{mm.name} {' x '.join(str(v.type) for v in list(mm.operands)[:2])}")
+            found.append({"function": "", "kernel": what,
                           "generated": False, "reason": ir.StringAttr(mm.attributes[SKIPPED_ATTR]).value,
                           "location": short_location(str(mm.location))})
     return found

@@ -1,7 +1,7 @@
 """Kernels braze generates itself and embeds in IREE's program (CUDA, sm_90).
 
-`spec` (what a kernel computes: plain data, shared with the pass that finds it), `gemm` and
-`attention` (the Triton templates and their cost model), `build` (Triton compile on a machine
+`spec` (what a kernel computes: plain data, shared with the pass that finds it), `gemm`,
+`attention` and `rows` (the Triton templates and their cost model), `build` (Triton compile on a machine
 without a GPU, and the on-disk kernel cache), `precision` (what arithmetic a kernel's PTX does:
 3xTF32, TF32, bf16, f16, f32 FMAs, checked against its spec at build time and in a compiled
 artifact). The back end's hook that embeds them is braze.compiler.kernel_embed. Compile-side

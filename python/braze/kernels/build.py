@@ -1,4 +1,4 @@
-"""Compiling a kernel spec (GemmSpec, AttentionSpec) to PTX with Triton, cached on disk.
+"""Compiling a kernel spec (GemmSpec, AttentionSpec, RowSpec) to PTX with Triton, cached on disk.
 
     $BRAZE_CACHE_DIR/kernels/<kernel name>-<versions>/   (default ~/.cache/braze/kernels/...)
         kernel.py     the generated Triton source (Triton's JIT reads it from its file)
@@ -26,11 +26,11 @@ from pathlib import Path
 from braze.errors import CompileError, KernelResourceError
 from braze.fileutil import cache_home, write_atomically
 
-from braze.kernels import attention, gemm, triton_version
+from braze.kernels import attention, gemm, rows, triton_version
 from braze.kernels.precision import check_precision
-from braze.kernels.spec import AttentionSpec, GemmSpec
+from braze.kernels.spec import AttentionSpec, GemmSpec, RowSpec
 
-Spec = GemmSpec | AttentionSpec
+Spec = GemmSpec | AttentionSpec | RowSpec
 
 ARCHS = {"sm_90": 90}
 """CUDA capabilities braze generates kernels for (wgmma: sm_90a code runs on 9.0 only)."""
@@ -69,6 +69,8 @@ def cache_root() -> Path:
 def template(spec: Spec):
     """The template module that writes the spec's kernel (source, kernel_name, grid, signature,
     constexprs, options)."""
+    if isinstance(spec, RowSpec):
+        return rows
     return attention if isinstance(spec, AttentionSpec) else gemm
 
 
@@ -82,7 +84,7 @@ _TEMPLATE_HASHES: dict = {}
 
 
 def _template_hash(tpl) -> str:
-    """The template's own source and the GEMM template's (the attention one imports its tables)."""
+    """The template's own source and the GEMM template's (the attention and row ones import its tables)."""
     if tpl.__name__ not in _TEMPLATE_HASHES:
         text = Path(tpl.__file__).read_bytes() + Path(gemm.__file__).read_bytes()
         _TEMPLATE_HASHES[tpl.__name__] = hashlib.sha256(text).hexdigest()[:12]

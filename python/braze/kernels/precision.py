@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from braze.errors import InternalError
 
-from braze.kernels.spec import AttentionSpec, GemmSpec, read_spec
+from braze.kernels.spec import AttentionSpec, GemmSpec, RowSpec, read_spec
 
 SPEC_LINE = "// braze kernel: "
 """The first line of an embedded kernel's PTX: this, then its spec's JSON (a PTX comment)."""
@@ -82,8 +82,8 @@ def ptx_precision(ptx: str) -> str:
 
 def expected_precision(spec: GemmSpec | AttentionSpec) -> str:
     """What the spec asks of its kernel's products, in `ptx_precision`'s words."""
-    if isinstance(spec, GemmSpec) and spec.depthwise:
-        return "f32-fma"  # no GEMM: each channel's taps as f32 FMAs, whatever the element type
+    if isinstance(spec, RowSpec) or (isinstance(spec, GemmSpec) and spec.depthwise):
+        return "f32-fma"  # a row kernel has no products of tiles  # no GEMM: each channel's taps as f32 FMAs, whatever the element type
     if spec.precision:
         return spec.precision
     return spec.dtype if isinstance(spec, AttentionSpec) else spec.a

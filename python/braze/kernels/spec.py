@@ -67,7 +67,7 @@ class _Spec:
         return f"{self.family()}_{digest}"
 
 
-TUNED_FAMILIES = ("gemm", "conv", "dwconv", "attention")
+TUNED_FAMILIES = ("gemm", "conv", "dwconv", "attention", "rows")
 """Prefixes of the generated kernels' tuning signatures."""
 
 
@@ -87,8 +87,8 @@ def parse_tile(text: str) -> tuple[int, ...]:
         tile = tuple(int(x) for x in text.split("x"))
     except ValueError:
         tile = ()
-    if len(tile) < 4 or min(tile[:6]) < 1 or min(tile) < 0:  # TMA 0/1 and later entries may be 0
-        raise ValueError(f"'{text}' is not a tile (sizes joined by x, e.g. 128x64x64x4x4)")
+    if len(tile) < 2 or min(tile[:6]) < 1 or min(tile) < 0:  # TMA 0/1 and later entries may be 0
+        raise ValueError(f"'{text}' is not a tile (sizes joined by x, e.g. 128x64x64x4x4, or 2x8 for a row kernel)")
     return tile
 
 
@@ -363,11 +363,93 @@ class AttentionSpec(_Spec):
                 f"scale {self.scale:.6g}{mask}{gqa}{strided}, tile {tile}")
 
 
-def read_spec(text: str) -> "GemmSpec | AttentionSpec":
+ROW_TYPES = FLOAT_TYPES + ("f64", "i1")
+"""Types a row kernel's values take: floats (16-bit ones held in f32, rounded after each op),
+f64 (held in f64: torch-mlir computes a variance in f64) and i1 (comparisons)."""
+ROW_REDUCTIONS = ("sum", "max", "maxnum")
+"""A row kernel's reductions over the row: a sum, a maximum that propagates NaN (arith.maximumf),
+one that ignores it (arith.maxnumf)."""
+MAX_ROW = 8192
+"""The widest row a row kernel holds in registers (a program's row values are [BR, pow2(cols)])."""
+
+
+@dataclass(frozen=True)
+class RowSpec(_Spec):
+    """A row-wise program (LayerNorm, RMSNorm, softmax, and whatever elementwise work sits around
+    them) over `rows` independent rows of `cols` elements, as one kernel: each program holds BR
+    whole rows in registers, so every input is read once and the result written once.
+
+    inputs: how each operand is read, per element (r, c): 'full' [rows, cols] row-major, 'row'
+    [cols] (one value per column: a LayerNorm's weight, the same for every row), 'col' [rows] (one
+    value per row), 'scalar' []. ops: the straight-line program of braze.kernels.spec's
+    epilogue ops ([dst, op, operands, type, extra]) over row values ([BR, cols]) and per-row values
+    ([BR, 1]); besides the epilogue's ops, `sum`, `max` and `maxnum` reduce a row value over the
+    row to a per-row value (extra: the reduction's initial value, a number), and `fpowi` raises to
+    an integer power (extra: the power). The kernel stores `result` (a row value) as `out`."""
+
+    rows: int
+    cols: int
+    out: str
+    inputs: tuple[Input, ...] = ()
+    ops: tuple[tuple, ...] = ()
+    result: str = ""
+    tile: tuple[int, ...] = field(default=(), compare=False)
+    """(BR rows a program, warps); () until chosen."""
+    kind: str = "rows"
+
+    dynamic_m = False  # a row kernel's rows are fixed at compile time (kernel_embed asks)
+
+    def operands(self) -> int:
+        return len(self.inputs)
+
+    def family(self) -> str:
+        return "rows"
+
+    def check(self) -> None:
+        for name in ("rows", "cols"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.cols > MAX_ROW:
+            raise ValueError(f"rows of {self.cols} elements: a row kernel holds at most {MAX_ROW} in registers")
+        if self.out not in FLOAT_TYPES:
+            raise ValueError(f"a row kernel writes {FLOAT_TYPES}, not {self.out!r}")
+        for i in self.inputs:
+            if i.access not in ACCESS or i.dtype not in FLOAT_TYPES + ("f64",):
+                raise ValueError(f"input {i} is not one of {ACCESS} x {FLOAT_TYPES + ('f64',)}")
+        names = {f"in{i}" for i in range(len(self.inputs))}
+        for op in self.ops:
+            if len(op) != 5 or not isinstance(op[0], str) or op[3] not in ROW_TYPES:
+                raise ValueError(f"op {op} is not [dst, op, operands, type, extra] with a type of {ROW_TYPES}")
+            for x in op[2]:
+                if isinstance(x, str) and x not in names:
+                    raise ValueError(f"op {op} reads {x}, which nothing before it defines")
+            names.add(op[0])
+        if not self.ops or self.result not in names or not any(op[1] in ROW_REDUCTIONS for op in self.ops):
+            raise ValueError("a row kernel has a reduction and stores a value its ops or inputs define")
+        if self.tile and (len(self.tile) != 2 or min(self.tile) < 1 or self.tile[0] & (self.tile[0] - 1)
+                          or self.tile[1] & (self.tile[1] - 1) or self.tile[1] > 32):
+            raise ValueError(f"tile is (rows a program, warps), powers of 2 (at most 32 warps), got {self.tile}")
+
+    def describe(self) -> str:
+        reductions = [op[1] for op in self.ops if op[1] in ROW_REDUCTIONS]
+        types = sorted({op[3] for op in self.ops} - {"i1"})
+        tile = f"{self.tile[0]} rows x {self.tile[1]} warps" if self.tile else "?"
+        return (f"rows {self.rows}x{self.cols} -> {self.out}: {len(self.ops)} ops in {'/'.join(types)}, "
+                f"reductions [{', '.join(reductions)}], {len(self.inputs)} inputs, tile {tile}")
+
+
+def read_spec(text: str) -> "GemmSpec | AttentionSpec | RowSpec":
     """The spec a `braze.kernel` attribute holds (ValueError/TypeError/KeyError when damaged)."""
     d = json.loads(text)
     if not isinstance(d, dict):
         raise ValueError("a spec is a JSON object")
+    if d.get("kind") == "rows":
+        d["tile"] = tuple(d.get("tile", ()))
+        d["inputs"] = tuple(Input(**i) for i in d.get("inputs", ()))
+        d["ops"] = tuple(tuple(o) for o in d.get("ops", ()))
+        spec = RowSpec(**d)
+        spec.check()
+        return spec
     if d.get("kind") == "attention":
         d["tile"] = tuple(d.get("tile", ()))
         d["mask_strides"] = tuple(d.get("mask_strides", ()))

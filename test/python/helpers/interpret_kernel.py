@@ -1,4 +1,4 @@
-"""Run a generated kernel (GEMM or attention) under Triton's interpreter (a child process of the
+"""Run a generated kernel (GEMM, attention or row program) under Triton's interpreter (a child process of the
 tests: TRITON_INTERPRET must be set before triton is first imported). bfloat16 is the GPU's:
 the interpreter's own bf16 dot and conversions are replaced (see _dot, _bf16_exact).
 
@@ -63,7 +63,7 @@ interpreter._convert_float = _bf16_exact
 _create_dot = interpreter.InterpreterBuilder.create_dot
 interpreter.InterpreterBuilder.create_dot = _dot
 
-from braze.kernels.spec import AttentionSpec, read_spec  # noqa: E402
+from braze.kernels.spec import AttentionSpec, RowSpec, read_spec  # noqa: E402
 
 spec = read_spec(open(sys.argv[1]).read())
 tpl = build.template(spec)
@@ -73,6 +73,12 @@ path = os.path.join(folder, tpl.kernel_name(spec) + ".py")
 with open(path, "w") as f:
     f.write(tpl.source(spec))
 fn = build.load_function(path, tpl.kernel_name(spec))
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+if isinstance(spec, RowSpec):
+    out = torch.empty(spec.rows, spec.cols, dtype=DTYPES[spec.out])
+    fn[tpl.grid(spec)[:1]](*[a.contiguous() for a in args], out, **tpl.constexprs(spec))
+    torch.save(out, sys.argv[3])
+    sys.exit(0)
 if isinstance(spec, AttentionSpec):
     heads = args[0].numel() // (spec.l * spec.e) if spec.dynamic_batch else spec.batch  # per call: q's
     shape = (heads, spec.l, spec.ev)
