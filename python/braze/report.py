@@ -101,8 +101,14 @@ class Report:
         if self.kernel_configs:
             rows.append(("kernel configurations", str(len(self.kernel_configs))))
         if self.kernels:
-            made = sum(k["generated"] for k in self.kernels)
-            rows.append(("generated kernels", f"{made} of {len(self.kernels)} contractions"))
+            row = [k for k in self.kernels if k["kernel"].startswith(("rows ", "row reduction"))]
+            other = [k for k in self.kernels if k not in row]
+            made = sum(k["generated"] for k in other)
+            text = f"{made} of {len(other)} contractions"
+            if row:
+                text += f", {sum(k['generated'] for k in row)} row programs ({sum(not k['generated'] for k in row)} " \
+                        "reductions left to IREE)"
+            rows.append(("generated kernels", text))
         width = max(len(k) for k, _ in rows)
         lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
         text = "\n".join(lines)

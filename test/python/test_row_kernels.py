@@ -12,6 +12,7 @@ with the elementwise work around it as one generated kernel.
 import dataclasses
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,29 @@ def test_layer_norm_is_one_row_kernel(dtype, shape, tmp_path):
     assert [op[1] for op in spec.ops if op[1] in ("sum", "max")] == ["sum", "sum", "sum"]
     assert "f64" in {op[3] for op in spec.ops}  # torch-mlir's variance, kept in f64
     assert any(k["generated"] and k["kernel"].startswith("rows") for k in kernels)
-    spec = dataclasses.replace(spec, tile=(4, 4))  # 4 rows a program: the last program's rows ragged
-    got = _run_interpreted(spec, (x, model.weight.detach(), model.bias.detach()), tmp_path)
     w, b = model.weight.detach().double(), model.bias.detach().double()
     want = torch.nn.functional.layer_norm(x.double(), shape[-1:], w, b).reshape(rows, -1)
-    with torch.no_grad():
-        _check(got, want, model(x).reshape(rows, -1), f"LayerNorm {dtype} {shape}")
+    # as written (f64 variance) and as CUDA builds it (IREE demotes f64: the variance in f32, as eager's)
+    for what, s in (("f64", spec), ("demoted", spec.demoted())):
+        s = dataclasses.replace(s, tile=(4, 4))  # 4 rows a program: the last program's rows ragged
+        got = _run_interpreted(s, (x, model.weight.detach(), model.bias.detach()), tmp_path)
+        with torch.no_grad():
+            _check(got, want, model(x).reshape(rows, -1), f"LayerNorm {dtype} {shape} {what}")
+
+
+def test_cuda_artifact_holds_the_row_kernel_in_float32(tmp_path):
+    """IREE demotes float64 on CUDA unless the model takes or returns it: the embedded row
+    kernel's spec (the PTX's first line) computes the variance in f32 then, and the report says
+    what was generated."""
+    from braze.kernels.precision import artifact_kernels
+
+    model, x = _layer_norm(768, torch.bfloat16), torch.randn(64, 768).bfloat16()
+    compiled = braze.compile(model, x, device="cuda", target="sm_90")
+    assert "1 row programs (0 reductions left to IREE)" in compiled.report.table()
+    with zipfile.ZipFile(compiled.save(tmp_path / "ln.braze")) as z:
+        (kernel,) = artifact_kernels(z.read("module.vmfb"))
+    assert isinstance(kernel.spec, RowSpec) and kernel.found == kernel.expected == "f32-fma"
+    assert {op[3] for op in kernel.spec.ops} == {"bf16", "f32"} and ".f64" not in kernel.ptx
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])

@@ -199,13 +199,14 @@ def default_output_storage(target: Target) -> bool:
     return target.device == "cuda"
 
 
-def _embed_kernels(arch: str):
-    """Each function fusion-generate-kernels outlined becomes a dispatch of its generated kernel."""
+def _embed_kernels(arch: str, float64: bool):
+    """Each function fusion-generate-kernels outlined becomes a dispatch of its generated kernel
+    (computing in float64 only where IREE keeps float64: `float64`)."""
     def hook(module) -> None:
         from braze.compiler.kernel_embed import embed_kernels, kernel_functions
 
         if kernel_functions(module):
-            embed_kernels(module, arch)
+            embed_kernels(module, arch, float64=float64)
 
     return hook
 
@@ -296,7 +297,7 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     flags = _common_flags(target, float64, aggressive_fusion) + list(extra_flags or [])
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
     if target.device == "cuda":
-        hooks.insert(0, _embed_kernels(target.arch))
+        hooks.insert(0, _embed_kernels(target.arch, float64))
     if target.device == "vulkan":
         from braze.compiler.vulkan_workarounds import widen_bf16_contractions
 

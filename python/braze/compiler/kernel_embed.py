@@ -38,7 +38,7 @@ from braze.irutil import all_ops
 from braze.kernels import build as kbuild
 from braze.kernels import gemm
 from braze.kernels.precision import SPEC_LINE
-from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, read_spec
+from braze.kernels.spec import ATTR, AttentionSpec, GemmSpec, RowSpec, read_spec
 
 
 def kernel_functions(module) -> list:
@@ -141,9 +141,12 @@ def _split_buffers(spec) -> tuple[int, int] | None:
     return gemm.split_buffers(spec) if isinstance(spec, GemmSpec) else None
 
 
-def embed_kernels(module, arch: str) -> list[dict]:
+def embed_kernels(module, arch: str, float64: bool = True) -> list[dict]:
     """Replace each kernel function's body with a dispatch of its generated kernel; return what
-    was embedded ({"function", "kernel", "spec", "cached"} per kernel) for the report."""
+    was embedded ({"function", "kernel", "spec", "cached"} per kernel) for the report.
+    `float64`: whether IREE keeps the program's 64-bit floats; where it demotes them to 32 bits
+    (its default, braze.compiler.frontend.keeps_float64), a row kernel's f64 ops and operands are
+    f32 too, as IREE makes the function's linalg body and the dispatch's operand types."""
     done = []
     functions = kernel_functions(module)
     if not functions:
@@ -153,7 +156,8 @@ def embed_kernels(module, arch: str) -> list[dict]:
         for f in functions:
             sym = iree_ir.StringAttr(f.attributes["sym_name"]).value
             try:
-                specs.append(read_spec(iree_ir.StringAttr(f.attributes[ATTR]).value))
+                spec = read_spec(iree_ir.StringAttr(f.attributes[ATTR]).value)
+                specs.append(spec if float64 or not isinstance(spec, RowSpec) else spec.demoted())
             except (ValueError, TypeError, KeyError) as e:
                 raise CompileError(f"@{sym} carries a {ATTR} spec braze cannot read: {e}") from None
         for f, spec, built in zip(functions, specs, kbuild.build_all(specs, arch)):

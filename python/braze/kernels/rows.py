@@ -24,10 +24,11 @@ from braze.kernels.spec import ROW_REDUCTIONS, RowSpec
 
 TYPES = {**TL_TYPES, "f64": "tl.float64"}
 TRITON = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "f64": "fp64"}
-ELEMENTS_A_PROGRAM = 2048
-"""A program's block holds at least this many elements (BR rows of short ones): the Triton
-LayerNorm tutorial's 1,024-wide row with 4 warps is 8 elements a thread; two such rows a
-program halve the programs a short row needs."""
+ELEMENTS_A_PROGRAM = 512
+"""A program's block holds at least this many elements (BR rows of short ones)."""
+ELEMENTS_A_THREAD = 16
+"""Each thread holds this many elements of the block (Triton's LayerNorm tutorial has 8: a
+1,024-wide row with 4 warps; 16 measured faster on the H100, bench/NOTES.md §47)."""
 
 
 def kernel_name(spec: RowSpec) -> str:
@@ -163,14 +164,16 @@ def {kernel_name(spec)}({params}o_ptr, BR: tl.constexpr, BC: tl.constexpr):
 
 
 def choose_tile(spec: RowSpec, sms: int) -> tuple[int, int]:
-    """(BR, warps): rows of fewer than ELEMENTS_A_PROGRAM elements share a program (while the
-    programs still fill the SMs twice over), and a warp for each 256 elements of the block,
-    8 a thread as in Triton's LayerNorm tutorial (at most 16 warps)."""
+    """(BR, warps): blocks of at least ELEMENTS_A_PROGRAM elements (short rows share a program)
+    and ELEMENTS_A_THREAD elements a thread (at least 2 warps, at most 16). Measured on an H100
+    (bench/NOTES.md §47, every candidate tile of seven cases): LayerNorm 768 wide at 1x2 (16 a
+    thread) 98% of copy bandwidth where 2x8 (8 a thread) made 60%; RMSNorm 2048 wide 106-107% at
+    1x2 to 4x8; a 197-wide softmax 102% at 2x2, 4x4 and 8x4, 54% at 2x8."""
     bc = block(spec.cols)
-    br = 1
-    while br * bc < ELEMENTS_A_PROGRAM and math.ceil(spec.rows / (2 * br)) >= 2 * sms:
-        br *= 2
-    warps = max(1, min(16, br * bc // 256))
+    br = max(1, ELEMENTS_A_PROGRAM // bc)
+    while br > 1 and math.ceil(spec.rows / br) < 2 * sms:
+        br //= 2
+    warps = max(2, min(16, br * bc // (32 * ELEMENTS_A_THREAD)))
     return br, 1 << (warps.bit_length() - 1)
 
 

@@ -430,6 +430,16 @@ class RowSpec(_Spec):
                           or self.tile[1] & (self.tile[1] - 1) or self.tile[1] > 32):
             raise ValueError(f"tile is (rows a program, warps), powers of 2 (at most 32 warps), got {self.tile}")
 
+    def demoted(self) -> "RowSpec":
+        """The spec with its f64 ops and operands in f32, as IREE's default demotion of 64-bit
+        floats makes the program (torch-mlir computes every variance in f64; eager's LayerNorm,
+        var and std kernels on CUDA accumulate in f32)."""
+        f32 = lambda t: "f32" if t == "f64" else t  # noqa: E731
+        return RowSpec(rows=self.rows, cols=self.cols, out=self.out,
+                       inputs=tuple(Input(f32(i.dtype), i.access) for i in self.inputs),
+                       ops=tuple((d, o, a, f32(t), e) for d, o, a, t, e in self.ops), result=self.result,
+                       tile=self.tile)
+
     def describe(self) -> str:
         reductions = [op[1] for op in self.ops if op[1] in ROW_REDUCTIONS]
         types = sorted({op[3] for op in self.ops} - {"i1"})
