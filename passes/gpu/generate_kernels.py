@@ -641,6 +641,48 @@ def _slice_view(x: ir.Value):
     return parent, offsets[2], dict(zip(st_x, st_p)), [e, o]
 
 
+def _unbind_view(x: ir.Value):
+    """(source, heads, (per b, per h, per row) strides, element offset, ops, transpose) when x,
+    [B*H, R, W], is one of q, k, v unbound from a transpose's copy of one projection's result
+    seen as [B, R, 3, H, W] (ViT's qkv.reshape(B, N, 3, H, E).permute(2, 0, 3, 1, 4).unbind(0)):
+    collapse([[0, 1, 2], [3], [4]]) of the slice [s] of a 5-d linalg.transpose that keeps its last
+    dimension last. The transpose is shared by the three slices: the caller checks that nothing
+    else reads it. None otherwise."""
+    c = _owner(x)
+    if c is None or c.name != "tensor.collapse_shape" or _single_user(x) is None:
+        return None
+    if str(c.attributes["reassociation"]).replace(" ", "") != "[[0,1,2],[3],[4]]":
+        return None
+    sliced = c.operands[0]
+    sl = _owner(sliced)
+    if sl is None or sl.name != "tensor.extract_slice" or _single_user(sliced) is None or len(sl.operands) != 1:
+        return None
+    whole = sl.operands[0]
+    t = _owner(whole)
+    if t is None or t.name != "linalg.transpose" or not ir.RankedTensorType(whole.type).has_static_shape:
+        return None
+    shape = list(ir.RankedTensorType(whole.type).shape)
+    offsets = list(ir.DenseI64ArrayAttr(sl.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(sl.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(sl.attributes["static_strides"]))
+    perm = list(ir.DenseI64ArrayAttr(t.attributes["permutation"]))
+    if len(shape) != 5 or steps != [1] * 5 or offsets[1:] != [0] * 4 or sizes != [1] + shape[1:] or perm[-1] != 4:
+        return None
+    src = t.operands[0]
+    st = _contiguous_strides(list(ir.RankedTensorType(src.type).shape))
+    per = [st[d] for d in perm]
+    return src, shape[2], (per[1], per[2], per[3]), offsets[0] * per[0], [c, sl], t
+
+
+def _unbound_views(q: ir.Value, k: ir.Value, v: ir.Value) -> dict:
+    """{operand index: _unbind_view(...)} for those of q, k, v unbound from one transpose that
+    only they read (the transpose's copy is then not made at all)."""
+    found = {i: u for i, x in enumerate((q, k, v)) if (u := _unbind_view(x)) is not None}
+    slices = {op_id(u[4][1]) for u in found.values()}
+    return {i: u for i, u in found.items()
+            if all(op_id(use.owner) in slices for use in u[5].results[0].uses)}
+
+
 def _result_view(r: ir.Value):
     """(value, heads or None, strides, ops) when the attention's result [B*H, L, EV] is only
     copied by a transpose (after an expand to [B, H, L, EV]): the kernel stores straight into
@@ -725,6 +767,12 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     ops.append(op)
     # q, k, v and the result read and written where a transpose copies them from or to
     views = [_head_view(x) for x in (q, k, v)] + [_result_view(op.results[0])]
+    # q, k, v unbound from one transposed projection (ViT): read at an offset where it wrote them
+    unbound = {} if dynamic else _unbound_views(q, k, v)
+    taken: set = set()
+    for i, (src, h, st, _, view_ops, t) in unbound.items():
+        views[i] = (src, h, st, view_ops + ([t] if op_id(t) not in taken else []))
+        taken.add(op_id(t))
     heads = extra.get("heads", 1) if extra.get("mask") == "add" else None
     for view in views:
         if view is not None and view[1] is not None and heads is None:
@@ -756,9 +804,9 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
             result, last = src, view_ops[-1]
             ops.extend(view_ops)
     # q, k, v split off one projection's result: read there, at an offset, not sliced out
-    offsets = [0, 0, 0]
+    offsets = [unbound[i][3] if i in unbound and views[i][1] == heads else 0 for i in range(3)]
     for i in range(3):
-        if views[i] is None or views[i][1] not in (heads, "gqa"):
+        if views[i] is None or views[i][1] not in (heads, "gqa") or i in unbound:
             continue
         found = _slice_view(args[i])
         if found is None or any(st not in found[2] for st in strides[i]):
