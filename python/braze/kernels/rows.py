@@ -24,11 +24,13 @@ from braze.kernels.spec import ROW_REDUCTIONS, RowSpec
 
 TYPES = {**TL_TYPES, "f64": "tl.float64"}
 TRITON = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "f64": "fp64"}
-ELEMENTS_A_PROGRAM = 512
-"""A program's block holds at least this many elements (BR rows of short ones)."""
-ELEMENTS_A_THREAD = 16
-"""Each thread holds this many elements of the block (Triton's LayerNorm tutorial has 8: a
-1,024-wide row with 4 warps; 16 measured faster on the H100, bench/NOTES.md §47)."""
+ELEMENTS_A_PROGRAM = 2048
+"""A program's block holds this many elements (BR rows of short ones)."""
+BYTES_A_THREAD = 64
+"""Each thread loads this many bytes of a full input (four 16-byte vectors): Triton's LayerNorm
+tutorial has 8 elements a thread (a 1,024-wide row with 4 warps), which made 35-60% of copy
+bandwidth on the H100 where 32 bf16 or 16 f32 elements made 80-107% (bench/NOTES.md §47)."""
+BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8}
 
 
 def kernel_name(spec: RowSpec) -> str:
@@ -164,16 +166,18 @@ def {kernel_name(spec)}({params}o_ptr, BR: tl.constexpr, BC: tl.constexpr):
 
 
 def choose_tile(spec: RowSpec, sms: int) -> tuple[int, int]:
-    """(BR, warps): blocks of at least ELEMENTS_A_PROGRAM elements (short rows share a program)
-    and ELEMENTS_A_THREAD elements a thread (at least 2 warps, at most 16). Measured on an H100
-    (bench/NOTES.md §47, every candidate tile of seven cases): LayerNorm 768 wide at 1x2 (16 a
-    thread) 98% of copy bandwidth where 2x8 (8 a thread) made 60%; RMSNorm 2048 wide 106-107% at
-    1x2 to 4x8; a 197-wide softmax 102% at 2x2, 4x4 and 8x4, 54% at 2x8."""
+    """(BR, warps): blocks of ELEMENTS_A_PROGRAM elements (short rows share a program, while the
+    programs still fill the SMs twice over) and BYTES_A_THREAD of the widest full input a thread
+    (32 bf16 or 16 f32 elements), 1 to 16 warps. Measured on an H100 (bench/NOTES.md §47, every
+    candidate tile of seven cases): the bf16 LayerNorm 768 wide at 2x2 80-98% of copy bandwidth
+    (12,608 to 131,072 rows; 1x8, 8 elements a thread, 27-37%), RMSNorm 2048 wide at 1x2 82-107%,
+    a 197-wide float32 softmax at 8x4 102%."""
     bc = block(spec.cols)
     br = max(1, ELEMENTS_A_PROGRAM // bc)
     while br > 1 and math.ceil(spec.rows / br) < 2 * sms:
         br //= 2
-    warps = max(2, min(16, br * bc // (32 * ELEMENTS_A_THREAD)))
+    size = max([BYTES[i.dtype] for i in spec.inputs if i.access == "full"] or [4])
+    warps = max(1, min(16, br * bc // (32 * (BYTES_A_THREAD // size))))
     return br, 1 << (warps.bit_length() - 1)
 
 
