@@ -177,8 +177,8 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
 
     import braze
     from braze.errors import KernelResourceError
-    from braze.kernels import attention, gemm
-    from braze.kernels.spec import AttentionSpec, tile_text
+    from braze.kernels.build import template
+    from braze.kernels.spec import tile_text
     from braze.passes import pipelines
     from braze.targets import cuda_sm_count
     from braze.testing.zoo import WORKLOADS
@@ -197,7 +197,7 @@ def build_kernels(directory: Path, target: str, workloads: list[str], manifest: 
             directory / iree, overwrite=True)
         for spec in _generated_specs(model, args, target):
             sig = spec.tuning_signature()
-            tpl = attention if isinstance(spec, AttentionSpec) else gemm
+            tpl = template(spec)  # gemm, attention or rows: each has its candidates
             tiles = tpl.candidates(spec, sms)
             entry = {"kind": "kernel", "workload": name, "signature": sig, "computes": spec.describe(),
                      "candidates": [], "iree_default": iree, "cost_model": tile_text(tiles[0]),

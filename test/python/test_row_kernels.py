@@ -240,3 +240,35 @@ def test_row_kernels_on_the_gpu(form):
         eager = model.cuda()(x.cuda()).cpu()
         want = model.double().cpu()(x.double())
     _check(got, want, eager, form)
+
+
+def test_row_tiles_are_forced_and_tuned_as_the_other_kernels():
+    """A row kernel's tile comes from the cost model, a forced `kernel-tiles=SIG=BRxWARPS` (what
+    `braze tune build --kernels` and bench/experiments/row_kernels.py compile), and its
+    candidates all fit the template."""
+    from braze.kernels import rows
+    from braze.kernels.build import template
+    from braze.passes import pipelines
+
+    model, x = _layer_norm(768, torch.bfloat16), torch.randn(300, 768).bfloat16()
+    (spec,), kernels = _row_specs(model, x)
+    (made,) = [k for k in kernels if k["generated"]]
+    assert made["tile_from"] == "cost model" and made["signature"].startswith("rows_")
+    assert template(spec) is rows
+    tiles = rows.candidates(spec, 132)
+    assert tiles[0] == rows.choose_tile(spec, 132) and len(set(tiles)) == len(tiles) > 4
+    for tile in tiles:
+        dataclasses.replace(spec, tile=tile).check()
+    forced = dataclasses.replace(pipelines.for_device("cuda", "sm_90"), kernel_tiles=f"{made['signature']}=4x8")
+    (again,), kernels = _row_specs_with(model, x, forced.pipeline_text())
+    assert again.tile == (4, 8) and [k["tile_from"] for k in kernels if k["generated"]] == ["forced"]
+
+
+def _row_specs_with(model, x, pipeline):
+    from braze._mlir import ir
+
+    lowered = lower(model, x, device="cuda", target="sm_90", pipeline=pipeline)
+    with lowered.context:
+        specs = [read_spec(ir.StringAttr(f.attributes[ATTR]).value)
+                 for f in all_ops(lowered.module.operation, "func.func") if ATTR in f.attributes]
+    return [s for s in specs if isinstance(s, RowSpec)], lowered.report.kernels
