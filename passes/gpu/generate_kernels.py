@@ -30,6 +30,12 @@ it). Convolutions: a static NCHW conv_2d_nchw_fchw as an implicit GEMM, a depthw
 its bias, BatchNorm and activation (grouped convolutions keep IREE's path). `report.decisions`
 names each kernel and its tile; a matmul left alone gets a `braze.kernel_skipped` reason.
 
+Row programs (`rows=on`, the default): each reduction of the last dimension left in the
+function, grown to the elementwise work around it over the same rows (a LayerNorm with
+torch-mlir's f64 variance, an RMSNorm, a softmax; braze.passes.gpu.match_rows), becomes one
+call of a generated row kernel (braze.kernels.rows, a RowSpec) that keeps whole rows in
+registers; a reduction left to IREE gets the reason.
+
 Tiles: the cost model's (braze.kernels.gemm.choose_tile, attention.choose_tile), unless the
 tuning cache (`tuning-cache=`, written by `braze tune import`) holds a measured tile under the
 kernel's tuning signature, or `tiles=` forces one (what `braze tune build --kernels` compiles);
