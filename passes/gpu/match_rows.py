@@ -24,7 +24,6 @@ from braze.irutil import captured_values, op_id, short_location
 from braze.kernels.gemm import EPILOGUE_OPS
 from braze.kernels.spec import MAX_ROW, Input, RowSpec
 
-SKIPPED_ATTR = "braze.kernel_skipped"
 COMBINERS = {"arith.addf": "sum", "arith.maximumf": "max", "arith.maxnumf": "maxnum"}
 FLOATS = ("f32", "bf16", "f16", "f64")
 MAX_POWER = 4

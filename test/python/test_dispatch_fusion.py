@@ -21,13 +21,27 @@ class LayerNormGelu(torch.nn.Module):
         return torch.nn.functional.gelu(self.norm(x + r))
 
 
-@pytest.mark.parametrize("flags, dispatches", [(None, 1), ([AGGRESSIVE_FUSION.replace("=true", "=false")], 3)])
-def test_a_layernorm_and_its_consumers_are_one_cuda_dispatch(flags, dispatches):
+def _rows_off() -> str:
+    """braze's CUDA pipeline with its row kernels off: the LayerNorm is IREE's to fuse."""
+    import dataclasses
+
+    from braze.passes import pipelines
+
+    return dataclasses.replace(pipelines.for_device("cuda", "sm_90"), rows="off").pipeline_text()
+
+
+@pytest.mark.parametrize("flags, rows, dispatches", [(None, "off", 1), ([AGGRESSIVE_FUSION.replace("=true", "=false")], "off", 3),
+                                                     (None, "on", 1), ([AGGRESSIVE_FUSION.replace("=true", "=false")], "on", 1)])
+def test_a_layernorm_and_its_consumers_are_one_cuda_dispatch(flags, rows, dispatches):
+    """IREE's aggressive fusion makes the LayerNorm and its GELU one dispatch (three without it);
+    braze's row kernel (the default) makes them one kernel whatever IREE's flags."""
     model = LayerNormGelu(256).eval()
     args = (torch.randn(4, 32, 256), torch.randn(4, 32, 256))
-    m = braze.compile(model, *args, device="cuda", target="sm_90", iree_flags=flags, cache=False)
+    m = braze.compile(model, *args, device="cuda", target="sm_90", iree_flags=flags, cache=False,
+                      pipeline=_rows_off() if rows == "off" else None)
     assert m.report.dispatch_count == dispatches
     assert (m.report.launch_plan or "").startswith(f"{dispatches} kernels")
+    assert any(k["generated"] and k["kernel"].startswith("rows") for k in m.report.kernels) == (rows == "on")
 
 
 def test_the_cpu_fuses_the_layernorm_too():
@@ -53,15 +67,19 @@ def test_where_aggressive_fusion_fails_to_compile_iree_s_default_dispatches_are_
     softmax of a (3, 16) tensor next to the GELU and Linear that read the same input: "'vector.
     transfer_write' op write affecting operations on global resources are restricted to
     workgroup distributed contexts"); braze compiles it with IREE's default dispatches, as the
-    raw toolchain does, and says so in the report."""
+    raw toolchain does, and says so in the report. (With braze's row kernels, the default, the
+    softmax is a generated kernel and IREE's aggressive fusion compiles the rest.)"""
     from braze.testing.randomgraphs import random_graph
 
     model, args = random_graph(225)
-    m = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)
+    m = braze.compile(model, *args, device="cuda", target="sm_90", cache=False, pipeline=_rows_off())
     assert m.report.dispatch_fusion.startswith("default (aggressive fusion failed to compile")
     assert "IREE dispatch fusion" in m.report.table()
     with pytest.raises(braze.CompileError):  # the user's own flag is not second-guessed
-        braze.compile(model, *args, device="cuda", target="sm_90", cache=False, iree_flags=[AGGRESSIVE_FUSION])
+        braze.compile(model, *args, device="cuda", target="sm_90", cache=False, iree_flags=[AGGRESSIVE_FUSION],
+                      pipeline=_rows_off())
+    rows = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)
+    assert rows.report.dispatch_fusion.startswith("aggressive")
 
 
 class RoundTripAfterMatmul(torch.nn.Module):
