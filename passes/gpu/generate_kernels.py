@@ -59,6 +59,11 @@ from .options import cuda_target, forced_tiles, kernel_tiles, tuning_cache
 from .match_rows import match_rows
 from .match_rows import _reduction as row_reduction
 from .matchers import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
+from .matchers import element_type as _element
+from .matchers import float_literal as _float_literal
+from .matchers import int_literal as _int_literal
+from .matchers import map_results as _map_results
+from .matchers import owner as _owner
 
 TF32_MIN_CHANNELS = 32
 """A float32 convolution with fewer input channels a group runs float32-accurate (tf32x3) even
@@ -222,10 +227,6 @@ class _Plan:
     epilogue_end: str = ""  # why the epilogue stops where it does (for the report)
 
 
-def _owner(v: ir.Value):
-    return v.owner if isinstance(v, ir.OpResult) else None
-
-
 def _peel(v: ir.Value, batched: bool) -> tuple[ir.Value, list, bool]:
     """(source, ops peeled, transposed): v seen through an extf generic and a transpose of the
     last two dimensions, in either order."""
@@ -248,10 +249,6 @@ def _peel(v: ir.Value, batched: bool) -> tuple[ir.Value, list, bool]:
         else:
             break
     return v, peeled, transposed
-
-
-def _element(v: ir.Value) -> str:
-    return str(ir.ShapedType(v.type).element_type)
 
 
 def _zero_fill(v: ir.Value) -> ir.Operation | None:
@@ -322,12 +319,6 @@ def _match(mm: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
                     precision=precision, dynamic_m=dynamic_m)
     ops = a_ops + b_ops + widened + chain
     return spec, _Plan(args, ops, cur, chain[-1], ended)
-
-
-def _map_results(map_text: str) -> list[str]:
-    """The results of an affine map's text: 'affine_map<(d0, d1) -> (d1, 0)>' -> ['d1', '0']."""
-    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
-    return [d for d in body.split(",") if d]
 
 
 def _access(map_text: str, rank: int) -> str | None:
@@ -845,16 +836,6 @@ def _match_attention(op: ir.Operation, fp32: str) -> tuple[AttentionSpec, _Plan]
     return spec, plan  # the pass checks the spec, as every contraction's
 
 
-def _float_literal(v: ir.Value) -> float | None:
-    o = _owner(v)
-    if o is None or o.name != "arith.constant":
-        return None
-    try:
-        return float(ir.FloatAttr(o.attributes["value"]).value)
-    except (ValueError, TypeError):
-        return None
-
-
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
@@ -1016,16 +997,6 @@ def _absorb(cur: ir.Value, names: dict, args: list, inputs: list, ops_text: list
     else:
         names[g.results[0]] = local[yielded]
     return [reshape, g] if reshape is not None else [g]
-
-
-def _int_literal(v: ir.Value) -> int | None:
-    o = _owner(v)
-    if o is None or o.name != "arith.constant":
-        return None
-    try:
-        return ir.IntegerAttr(o.attributes["value"]).value
-    except (ValueError, TypeError):
-        return None
 
 
 def _bf16_roundings(body: ir.Block) -> tuple[dict, set]:

@@ -24,14 +24,12 @@ from braze.irutil import captured_values, op_id, short_location
 from braze.kernels.gemm import EPILOGUE_OPS
 from braze.kernels.spec import MAX_ROW, Input, RowSpec
 
+from .matchers import element_type, float_literal, int_literal, map_results, owner
+
 COMBINERS = {"arith.addf": "sum", "arith.maximumf": "max", "arith.maxnumf": "maxnum"}
 FLOATS = ("f32", "bf16", "f16", "f64")
 MAX_POWER = 4
 """math.fpowi exponents a row kernel writes as products (x * x for torch's pow(2))."""
-
-
-def _owner(v: ir.Value):
-    return v.owner if isinstance(v, ir.OpResult) else None
 
 
 def _shape(v: ir.Value) -> list[int] | None:
@@ -42,41 +40,12 @@ def _shape(v: ir.Value) -> list[int] | None:
     return list(t.shape) if t.has_static_shape else None
 
 
-def _element(v: ir.Value) -> str:
-    return str(ir.ShapedType(v.type).element_type)
-
-
 def _maps(g: ir.Operation) -> list[list[str]]:
-    out = []
-    for m in ir.ArrayAttr(g.attributes["indexing_maps"]):
-        text = str(m)
-        results = text[text.rindex("(") + 1:text.rindex(")")]
-        out.append([r.strip() for r in results.split(",")] if results.strip() else [])
-    return out
+    return [map_results(str(m)) for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
 
 
 def _iterators(g: ir.Operation) -> list[str]:
     return [str(x).split("<")[-1].rstrip(">").strip('"') for x in ir.ArrayAttr(g.attributes["iterator_types"])]
-
-
-def _float_constant(v: ir.Value) -> float | None:
-    o = _owner(v)
-    if o is None or o.name != "arith.constant":
-        return None
-    try:
-        return float(ir.FloatAttr(o.attributes["value"]).value)
-    except (ValueError, TypeError):
-        return None
-
-
-def _int_constant(v: ir.Value) -> int | None:
-    o = _owner(v)
-    if o is None or o.name != "arith.constant":
-        return None
-    try:
-        return ir.IntegerAttr(o.attributes["value"]).value
-    except (ValueError, TypeError):
-        return None
 
 
 class _Space:
@@ -156,14 +125,14 @@ def _reduction(g: ir.Operation) -> _Reduction | str:
         return "it writes a layout other than one value a row"
     if shape[-1] > MAX_ROW:
         return f"its rows hold {shape[-1]} elements, more than a row kernel keeps in registers ({MAX_ROW})"
-    fill = _owner(g.operands[n_in + k])
-    init = _float_constant(fill.operands[0]) if fill is not None and fill.name == "linalg.fill" else None
+    fill = owner(g.operands[n_in + k])
+    init = float_literal(fill.operands[0]) if fill is not None and fill.name == "linalg.fill" else None
     if init is None:
         return "its initial value is not a constant fill"
     body = g.regions[0].blocks[0]
     ops = [o.operation for o in body.operations]
     acc = body.arguments[n_in + k]
-    last = _owner(ops[-1].operands[k])
+    last = owner(ops[-1].operands[k])
     if last is None or last.name not in COMBINERS or list(last.operands).count(acc) != 1:
         return "its body is not a sum or a maximum into the accumulator"
     if any(acc in list(o.operands) for o in _slice(body, ops[-1].operands[k]) if o != last):
@@ -175,7 +144,7 @@ def _slice(body: ir.Block, v: ir.Value) -> list:
     """The body's ops `v` is computed from, in block order."""
     wanted, todo = set(), [v]
     while todo:
-        o = _owner(todo.pop())
+        o = owner(todo.pop())
         if o is None or o.parent != body.owner or op_id(o) in wanted:
             continue
         wanted.add(op_id(o))
@@ -240,7 +209,7 @@ def grow(seed: ir.Operation, space: _Space) -> tuple[list, set]:
             kind = _in_space(o, space)
             outs = list(o.operands)[_reduction(o).n_in:] if kind == "reduction" else []
             for v in o.operands:
-                p = _owner(v)
+                p = owner(v)
                 if p is None or op_id(p) in region:
                     continue
                 if p.name == "linalg.fill" and v in outs:  # a reduction's init: cloned, maybe shared
@@ -256,7 +225,7 @@ def grow(seed: ir.Operation, space: _Space) -> tuple[list, set]:
                     shared.discard(op_id(p))
                     changed = True
                 elif p_kind in ("full", "perrow") and all(
-                        _owner(x) is None or not _in_space(_owner(x), space) for x in list(p.operands)[:-1]):
+                        owner(x) is None or not _in_space(owner(x), space) for x in list(p.operands)[:-1]):
                     region[op_id(p)] = p  # reads nothing of the region's space: computed again
                     shared.add(op_id(p))
                     changed = True
@@ -283,7 +252,7 @@ class _Program:
             if w == v and inp.access == access:
                 return f"in{j}"
         self.args.append(v)
-        self.inputs.append(Input(_element(v), access))
+        self.inputs.append(Input(element_type(v), access))
         return f"in{len(self.inputs) - 1}"
 
     def emit(self, op: str, operands: list, ty: str, extra=None) -> str:
@@ -305,28 +274,28 @@ class _Program:
                 continue
             access = self.space.access(maps[i], _shape(v), "full" if red else kind)
             access = {"perrow": "col"}.get(access, access)
-            if access is None or _element(v) not in FLOATS:
-                return f"it reads a {_element(v)} operand the kernel cannot load"
+            if access is None or element_type(v) not in FLOATS:
+                return f"it reads a {element_type(v)} operand the kernel cannot load"
             local[body.arguments[i]] = self.input(v, access)
         for v in captured_values(g):
-            if _float_constant(v) is None and _int_constant(v) is None:
+            if float_literal(v) is None and int_literal(v) is None:
                 return "its body reads a value from outside that is not a constant"
         yielded = [o.operation for o in body.operations][-1].operands[k]
         acc = body.arguments[n_in + k]
         part = _slice(body, yielded)
         if not red and any(a in list(o.operands) for o in part for a in list(body.arguments)[n_in:]):
             return "its body reads its output tensor"
-        combiner = _owner(yielded) if red else None
+        combiner = owner(yielded) if red else None
         for o in part:
             if combiner is not None and o == combiner:  # reduce the other operand over the row
                 x = [v for v in o.operands if v != acc][0]
-                x = local[x] if x in local else _float_constant(x)
+                x = local[x] if x in local else float_literal(x)
                 if x is None:
                     return "its combiner reads a value the kernel does not hold"
                 local[o.results[0]] = self.emit(red.combiner, [x], str(o.results[0].type), red.init)
                 continue
             if o.name == "arith.constant":
-                lit = _float_constant(o.results[0])
+                lit = float_literal(o.results[0])
                 if lit is None:
                     return "its body holds a constant that is not a float"
                 local[o.results[0]] = lit
@@ -334,7 +303,7 @@ class _Program:
             dialect_op = o.name.split(".", 1)[1]
             extra = None
             if o.name == "math.fpowi":
-                power = _int_constant(o.operands[1])
+                power = int_literal(o.operands[1])
                 if power is None or abs(power) > MAX_POWER:
                     return "it raises to a power that is not a small integer constant"
                 extra, operands_in = power, [o.operands[0]]
@@ -348,7 +317,7 @@ class _Program:
             for v in operands_in:
                 if v in local:
                     operands.append(local[v])
-                elif (lit := _float_constant(v)) is not None:
+                elif (lit := float_literal(v)) is not None:
                     operands.append(lit)
                 else:
                     return "its body reads a value the kernel does not hold"
@@ -360,7 +329,7 @@ class _Program:
             return "it yields a value the kernel does not hold"
         value = local[yielded]
         if not isinstance(value, str):  # a constant result: make it a value of the row
-            value = self.emit("addf", [value, 0.0], _element(g.results[k]))
+            value = self.emit("addf", [value, 0.0], element_type(g.results[k]))
         self.names[g.results[k]] = value
         return None
 
@@ -383,8 +352,8 @@ def match_rows(seed: ir.Operation, block_order: dict):
         return (f"the row program leaves {len(outputs)} values for other ops to read (a row kernel writes one)"
                 if outputs else "the row program's result is never read")
     result = outputs[0]
-    last = _owner(result)
-    if space.kind_of(_shape(result)) != "full" or _element(result) not in ("f32", "bf16", "f16"):
+    last = owner(result)
+    if space.kind_of(_shape(result)) != "full" or element_type(result) not in ("f32", "bf16", "f16"):
         return "the row program's result is one value a row or not a float tensor over the rows"
     if any(block_order[op_id(o)] > block_order[op_id(last)] for o in ops):
         return "the row program has ops after its result"
@@ -403,7 +372,7 @@ def match_rows(seed: ir.Operation, block_order: dict):
             return f"{why} ({o.name} at {short_location(str(o.location))})"
     if not program.args:
         return "the row program reads no tensor"
-    spec = RowSpec(rows=space.rows, cols=space.shape[-1], out=_element(result), inputs=tuple(program.inputs),
+    spec = RowSpec(rows=space.rows, cols=space.shape[-1], out=element_type(result), inputs=tuple(program.inputs),
                    ops=tuple(tuple(o) for o in program.ops), result=program.names[result])
     try:
         spec.check()

@@ -15,6 +15,43 @@ from .cost_model import MATMUL_CANDIDATES
 
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
+def owner(v: ir.Value):
+    """The op that defines v, None for a block argument."""
+    return v.owner if isinstance(v, ir.OpResult) else None
+
+
+def element_type(v: ir.Value) -> str:
+    return str(ir.ShapedType(v.type).element_type)
+
+
+def float_literal(v: ir.Value) -> float | None:
+    """The value of a float arith.constant v, else None."""
+    o = owner(v)
+    if o is None or o.name != "arith.constant":
+        return None
+    try:
+        return float(ir.FloatAttr(o.attributes["value"]).value)
+    except (ValueError, TypeError):
+        return None
+
+
+def int_literal(v: ir.Value) -> int | None:
+    """The value of an integer arith.constant v, else None."""
+    o = owner(v)
+    if o is None or o.name != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(o.attributes["value"]).value
+    except (ValueError, TypeError):
+        return None
+
+
+def map_results(map_text: str) -> list[str]:
+    """The results of an affine map's text: 'affine_map<(d0, d1) -> (d1, 0)>' -> ['d1', '0']."""
+    body = map_text.split("->", 1)[1].strip().removesuffix(">").strip().strip("()").replace(" ", "")
+    return [d for d in body.split(",") if d]
+
+
 def matmul_shape(op: ir.Operation) -> MatmulSignature | None:
     """The signature of a static (batch) matmul whose element type braze tiles, else None (also
     for one with a zero-size dimension: it has no work to tile, and padding it made an out-of-bounds
