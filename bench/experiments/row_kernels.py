@@ -15,10 +15,12 @@ of the copy's bandwidth, and each result's error against eager in float64 (braze
 import dataclasses
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import torch
+from transformer_kernels import kernel_table  # this folder's; the script runs from it
+
+from braze.testing.zoo import RMSNorm
 
 CASES = {
     # name: (model, shape, dtype) -- the transformer workloads' normalisations and a softmax
@@ -30,18 +32,6 @@ CASES = {
     "rmsnorm2048_bf16_16k": ("rmsnorm", (8, 2048, 2048), "bfloat16"),        # gqa_decoder 8x
     "softmax197_f32": ("softmax", (64 * 12, 197, 197), "float32"),           # the issue's ViT scores
 }
-
-
-class RMSNorm(torch.nn.Module):
-    def __init__(self, d, eps=1e-6):
-        super().__init__()
-        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(d))
-        self.eps = eps
-
-    def forward(self, x):
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(x.dtype)
 
 
 class Softmax(torch.nn.Module):
@@ -60,6 +50,8 @@ def make(case: str):
             model.bias.copy_(0.1 * torch.randn(shape[-1]))
     elif kind == "rmsnorm":
         model = RMSNorm(shape[-1])
+        with torch.no_grad():
+            model.weight.copy_(1 + 0.1 * torch.randn(shape[-1]))
     else:
         model = Softmax()
     x = (torch.randn(shape) * 2 + 0.5).to(dt)
@@ -111,18 +103,9 @@ def _spec_of(model, x):
 
 
 def kernel_ms(fn, args, calls: int = 20) -> tuple[float, list]:
-    for _ in range(5):
-        fn(*args)
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn(*args)
-        torch.cuda.synchronize()
-    times = defaultdict(float)
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            times[e.name] += e.device_time / 1000.0 / calls
-    return sum(times.values()), sorted(times.items(), key=lambda kv: -kv[1])
+    """(kernel ms per call, the kernels largest first): transformer_kernels' profiler table."""
+    table = kernel_table(fn, args, calls)
+    return sum(t for _, t in table), table
 
 
 def run(directory: Path) -> None:

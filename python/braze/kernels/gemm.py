@@ -117,6 +117,22 @@ def _operand(x, loaded: dict) -> str:
     return loaded.get(x, x.replace("%", "t"))
 
 
+def op_expression(op: str, a: list[str], extra, where: str) -> str:
+    """The Triton expression of an epilogue op (EPILOGUE_OPS) on operand texts `a`; `extra` is
+    a cmpf's predicate; ValueError naming `where` for an op or predicate it has none for."""
+    if op in _BINARY:
+        return _BINARY[op].format(*a)
+    if op in _UNARY:
+        return _UNARY[op].format(*a)
+    if op == "cmpf":
+        if extra not in _CMP:
+            raise ValueError(f"cmpf predicate {extra} is not supported in {where}")
+        return f"({a[0]} {_CMP[extra]} {a[1]})"
+    if op == "select":
+        return f"tl.where({a[0]}, {a[1]}, {a[2]})"
+    raise ValueError(f"'{op}' is not an op {where} supports")
+
+
 def epilogue_lines(spec: GemmSpec, transposed: bool = False) -> list[str]:
     """Triton statements computing the spec's epilogue on `acc` ([BM, BN], f32; [BN, BM] when
     `transposed`); the result is left in `out`."""
@@ -142,19 +158,7 @@ def epilogue_lines(spec: GemmSpec, transposed: bool = False) -> list[str]:
         if value is not None:
             folded[dst] = value
             continue
-        a = [_operand(x, loaded) for x in args]
-        if op in _BINARY:
-            expr = _BINARY[op].format(*a)
-        elif op in _UNARY:
-            expr = _UNARY[op].format(*a)
-        elif op == "cmpf":
-            if extra not in _CMP:
-                raise ValueError(f"cmpf predicate {extra} is not supported in a generated epilogue")
-            expr = f"({a[0]} {_CMP[extra]} {a[1]})"
-        elif op == "select":
-            expr = f"tl.where({a[0]}, {a[1]}, {a[2]})"
-        else:
-            raise ValueError(f"'{op}' is not an op generated epilogues support")
+        expr = op_expression(op, [_operand(x, loaded) for x in args], extra, "a generated epilogue")
         name = dst.replace("%", "t")
         if ty in ("bf16", "f16"):
             expr = f"({expr}).to({TL_TYPES[ty]}).to(tl.float32)"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from braze.kernels.gemm import _BINARY, _CMP, _FOLD, _UNARY, TL_TYPES, round_to
+from braze.kernels.gemm import _FOLD, TL_TYPES, op_expression, round_to
 from braze.kernels.spec import ROW_REDUCTIONS, RowSpec
 
 TYPES = {**TL_TYPES, "f64": "tl.float64"}
@@ -105,20 +105,7 @@ def body_lines(spec: RowSpec, cmask: str | None) -> list[str]:
                     expr = f"tl.where(tl.max(({nans}).to(tl.int32), axis=1, keep_dims=True) > 0, float('nan'), {expr})"
             lines.append(f"{name} = {_held(expr, ty)}")
             continue
-        if op in _BINARY:
-            expr = _BINARY[op].format(*a)
-        elif op in _UNARY:
-            expr = _UNARY[op].format(*a)
-        elif op == "fpowi":
-            expr = _power(a[0], int(extra))
-        elif op == "cmpf":
-            if extra not in _CMP:
-                raise ValueError(f"cmpf predicate {extra} is not supported in a row kernel")
-            expr = f"({a[0]} {_CMP[extra]} {a[1]})"
-        elif op == "select":
-            expr = f"tl.where({a[0]}, {a[1]}, {a[2]})"
-        else:
-            raise ValueError(f"'{op}' is not an op row kernels support")
+        expr = _power(a[0], int(extra)) if op == "fpowi" else op_expression(op, a, extra, "a row kernel")
         lines.append(f"{name} = {_held(expr, ty)}")
     result = folded.get(spec.result, spec.result)
     result = _number(result) if isinstance(result, (int, float)) else result.replace("%", "t")
