@@ -41,6 +41,33 @@ VARIANTS = {
     "channels-last-off": {"pipeline": "fusion-cpu-pipeline{direct-pixels=784 channels-last=off}"},
 }
 
+TILE_VARIANTS = {
+    # braze.compiler.cpu_tiles: how an f32 mmt4d dispatch is configured (bench/NOTES.md §48);
+    # with these, `build` fixes the choice instead of letting the target CPU decide
+    "tiles-iree": None,
+    "tiles-micro-n1": {"codegen": False, "max_n1": 1},
+    "tiles-micro-l2": {"codegen": False},
+    "tiles-loops-n2": {"vector_n": 2, "max_n1": 2},
+    "tiles-loops-l2": {"vector_n": 2},
+    "tiles-loops1-n1": {"vector_n": 1, "max_n1": 1},
+}
+
+
+def _compile(braze, model, inputs, target, variant):
+    """braze.compile with a variant's options (VARIANTS), or with its mmt4d tiles fixed (TILE_VARIANTS)."""
+    if variant not in TILE_VARIANTS:
+        return braze.compile(model, *inputs, device="cpu", target=target, cache=False, **VARIANTS[variant])
+    from braze.compiler import cpu_tiles
+
+    spec = TILE_VARIANTS[variant]
+    chosen = None if spec is None else cpu_tiles.Mmt4dTiles(**spec)
+    saved = cpu_tiles.tiles_for_cpu
+    cpu_tiles.tiles_for_cpu = lambda cpu: chosen
+    try:
+        return braze.compile(model, *inputs, device="cpu", target=target, cache=False)
+    finally:
+        cpu_tiles.tiles_for_cpu = saved
+
 
 def _checksum(out) -> float:
     import torch
@@ -64,14 +91,15 @@ def build(args) -> None:
         for v in args.variants.split(","):
             t = time.perf_counter()
             try:
-                m = braze.compile(model, *inputs, device="cpu", target=args.target, cache=False, **VARIANTS[v])
+                m = _compile(braze, model, inputs, args.target, v)
             except Exception as e:  # a variant IREE cannot compile is a result too
                 print(f"{name} {v}: failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
                 continue
             path = os.path.join(args.dir, f"{name}-{v}.braze")
             m.save(path, overwrite=True)
             entry["variants"][v] = {"file": os.path.basename(path), "dispatches": m.report.dispatch_count,
-                                    "cpu_codegen": m.report.cpu_codegen, "compile_s": time.perf_counter() - t}
+                                    "cpu_codegen": m.report.cpu_codegen, "compile_s": time.perf_counter() - t,
+                                    "mmt4d": list(m.report.iree_workarounds)}
             print(f"{name} {v}: {m.report.dispatch_count} dispatches, {time.perf_counter() - t:.1f} s; "
                   f"{m.report.cpu_codegen}", flush=True)
         manifest["workloads"][name] = entry
@@ -109,6 +137,16 @@ def run(args) -> None:
                 dispatches[key] = e["dispatches"]
         os.environ.pop("BRAZE_CPU_WAIT", None)
         fns = {"eager": lambda: model(*inputs), **{k: (lambda c=c: c(*inputs)) for k, c in mods.items()}}
+        for mode in filter(None, args.torch_compile.split(",")):
+            try:
+                torch._dynamo.reset()
+                opt = torch.compile(model, mode=None if mode == "default" else mode)
+                with torch.no_grad():
+                    opt(*inputs)
+                    opt(*inputs)
+                fns[f"torch.compile {mode}"] = lambda opt=opt: opt(*inputs)
+            except Exception as e:  # no C++ compiler there, an Inductor failure: a result too
+                print(f"{name:20s} torch.compile {mode}: failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
         with torch.no_grad():
             for f in fns.values():
                 f()
@@ -125,11 +163,16 @@ def run(args) -> None:
         med = {k: statistics.median(v) for k, v in times.items()}
         spread = max(times["eager"]) / min(times["eager"])
         print(f"{name:20s} eager {med['eager']:8.3f} ms (slowest/fastest round {spread:.2f}){note}", flush=True)
+        for k in fns:
+            if k.startswith("torch.compile"):
+                print(f"{name:20s} {k:26s} {med[k]:8.3f} ms  {med['eager'] / med[k]:5.2f}x eager", flush=True)
+        best = min((med[k] for k in fns if k.startswith("torch.compile")), default=None)
         for k, c in mods.items():
             out = c(*inputs)
+            vs = f"  {best / med[k]:5.2f}x best torch.compile" if best else ""
             err = float((out - ref).abs().max() / ref.abs().max())
             print(f"{name:20s} {k:18s} {med[k]:8.3f} ms  {med['eager'] / med[k]:5.2f}x eager  "
-                  f"{dispatches[k]:3d} disp  rel err {err:.1e}  waits {c.program.wait_policy}", flush=True)
+                  f"{dispatches[k]:3d} disp  rel err {err:.1e}  waits {c.program.wait_policy}{vs}", flush=True)
 
 
 def _cpu_name() -> str:
@@ -154,6 +197,8 @@ def main(argv=None) -> None:
     r.add_argument("--rounds", type=int, default=7)
     r.add_argument("--wait", default="batch",
                    help="how calls wait for IREE's workers (BRAZE_CPU_WAIT), comma-separated: batch,normal (auto: a per-program trial session 16 removed)")
+    r.add_argument("--torch-compile", default="",
+                   help="torch.compile modes timed beside eager, comma-separated (default,max-autotune)")
     a = p.parse_args(argv)
     (build if a.cmd == "build" else run)(a)
 

@@ -336,6 +336,8 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
     at_configurations = None
     if target.device == "vulkan":
         from braze.compiler.vulkan_workarounds import avoid_promoted_permuting_copies as at_configurations
+    if target.device == "cpu" and DATA_TILING_FLAGS[0] in flags:
+        from braze.compiler.cpu_tiles import configure_mmt4d as at_configurations
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:

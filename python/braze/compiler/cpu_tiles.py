@@ -1,0 +1,113 @@
+"""llvm-cpu: the tiles of IREE's float32 mmt4d dispatches, chosen by the target CPU
+(bench/NOTES.md §48, issue 41).
+
+IREE 3.13 packs a float32 matmul's operands into 16x1 panels on AVX-512 and runs its mmt4d
+microkernel on each 16x16 output tile over the whole K; a workgroup gets 2x3 such tiles
+(`distribution = [2, 3]`). With K = 768 one 16-wide panel of the packed weight is 48 KiB: each
+workgroup reads its three weight panels once per pair of row tiles, so a 128-row matmul reads
+the whole weight 4 times from the last-level cache. On an Intel Xeon (Sapphire/Emerald Rapids:
+48 KiB L1, 2 MiB L2 per core, a slow mesh L3) that costs a quarter of the time: the 128x3072x768
+dispatch ran 3.72 ms (oneDNN 3.1). The microkernel also keeps one 16x16 accumulator tile in
+registers, so every FMA waits on a broadcast from the LHS panel.
+
+`configure_mmt4d(module_op, host)` changes, for each such dispatch on a CPU that gains:
+  * the distribution: a workgroup computes every row tile of the matmul (M1 up to 8, 128 rows)
+    against as many weight panels as fit half the L2 (each weight panel is read once from memory
+    and then from L2), and
+  * the code: IREE's own vectorised loops instead of the microkernel, with a 16x32 register
+    tile (two weight panels per LHS broadcast), `vector_common_parallel = [1, 2, 0, 16, 16, 0]`.
+Measured per dispatch on the Xeon: 3.72 ms -> 3.49 ms with the distribution alone, 3.27 ms with
+both. Where the host gains nothing from it (AMD Zen 4: measured in §48) IREE's choice stays.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from braze.compiler._iree_compiler import iree_ir
+from braze.irutil import all_ops
+
+INTEL_AVX512 = ("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d", "icelake-server",
+                "cascadelake", "cooperlake", "skylake-avx512", "tigerlake", "icelake-client", "rocketlake",
+                "diamondrapids")
+"""LLVM's names for Intel server/client cores with AVX-512 and a 2 MiB-class private L2 behind
+a mesh L3 (where §48's tiles are measured or expected to hold)."""
+
+
+@dataclass(frozen=True)
+class Mmt4dTiles:
+    """How braze configures an f32 16x16x1 mmt4d dispatch."""
+    codegen: bool = True
+    """IREE's vectorised loops (True) or its mmt4d microkernel (False)."""
+    vector_n: int = 2
+    """Weight panels per register tile (codegen only): 16 x (16 * vector_n) accumulators."""
+    max_m1: int = 8
+    """Row tiles (16 rows each) per workgroup, at most."""
+    l2_bytes: int = 1 << 20
+    """Bytes of weight panels a workgroup may read (its share of L2)."""
+    max_n1: int = 1 << 30
+    """Weight panels (16 columns each) per workgroup, at most."""
+
+    def describe(self) -> str:
+        code = f"IREE's vectorised loops (16x{16 * self.vector_n} register tile)" if self.codegen \
+            else "IREE's mmt4d microkernel"
+        return f"{code}, workgroups of up to {16 * self.max_m1} rows x {self.l2_bytes >> 10} KiB of weight panels"
+
+
+def tiles_for_cpu(cpu: str) -> Mmt4dTiles | None:
+    """braze's mmt4d tiles for an LLVM CPU name, or None to keep IREE's."""
+    return Mmt4dTiles() if cpu in INTEL_AVX512 else None
+
+
+def _shape(value) -> list[int]:
+    return list(iree_ir.RankedTensorType(value.type).shape)
+
+
+def _cpu_of(target) -> str | None:
+    m = re.search(r'\bcpu = "([^"]*)"', str(target))
+    return m.group(1) if m else None
+
+
+def configure_mmt4d(module_op, choose=None) -> list[str]:
+    """At IREE's executable-configurations phase: each llvm-cpu float32 linalg.mmt4d with 16x16x1
+    inner tiles, in a variant whose CPU `choose` returns tiles for, gets them. Returns one line
+    per dispatch changed (CompiledVmfb.workarounds)."""
+    choose = choose or tiles_for_cpu
+    changed = []
+    for variant in all_ops(module_op, "hal.executable.variant"):
+        target = variant.attributes["target"]
+        text = str(target)
+        if '"llvm-cpu"' not in text:
+            continue
+        tiles = choose(_cpu_of(target) or "")
+        if tiles is None:
+            continue
+        for op in all_ops(variant, "linalg.mmt4d"):
+            lhs, rhs, acc = (_shape(v) for v in list(op.operands)[:3])
+            types = {str(iree_ir.RankedTensorType(v.type).element_type) for v in list(op.operands)[:3]}
+            if types != {"f32"} or lhs[2:] != [16, 1] or rhs[2:] != [16, 1]:
+                continue
+            m1, k1, n1 = lhs[0], lhs[1], rhs[0]
+            panel = 16 * k1 * 4
+            dist_m = min(m1, tiles.max_m1)
+            limit = max(1, min(n1, tiles.max_n1, tiles.l2_bytes // panel))
+            dist_n = max(d for d in range(1, limit + 1) if n1 % d == 0)
+            vec_n = tiles.vector_n if tiles.codegen and dist_n % tiles.vector_n == 0 else 1
+            op.attributes["lowering_config"] = iree_ir.Attribute.parse(
+                f"#iree_cpu.lowering_config<distribution = [{dist_m}, {dist_n}, 0, 0, 0, 0], "
+                f"vector_common_parallel = [1, {vec_n}, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>")
+            func = op.parent
+            while func.name != "func.func":
+                func = func.parent
+            name = iree_ir.StringAttr(func.attributes["sym_name"]).value
+            how = f"loops, 16x{16 * vec_n} registers" if tiles.codegen else "microkernel"
+            changed.append(f"{name}: mmt4d {16 * m1}x{16 * n1}x{k1} in workgroups of "
+                           f"{16 * dist_m}x{16 * dist_n} ({how})")
+            if tiles.codegen and 'ukernels = "all"' in text:
+                # IREE looks a function's target up on the function before its variant: the
+                # variant's own target must stay, for a variant with another target would be
+                # linked as an alternative to the others, not beside them (its exports not found)
+                func.attributes["hal.executable.target"] = iree_ir.Attribute.parse(
+                    text.replace('ukernels = "all"', 'ukernels = "none"'))
+    return changed
