@@ -62,6 +62,8 @@ class CpuPipeline(PassPipeline):
                                       "module reduces floats), on, off", check=one_of("auto", "on", "off"))
     channels_last: str = option("auto", "IREE's conversion of the NCHW convolutions left direct to channels-last "
                                         "(fusion-cpu-codegen): auto, on, off", check=one_of("auto", "on", "off"))
+    mmt4d_tiles: str = option("auto", "IREE's float32 mmt4d dispatches (fusion-cpu-codegen): auto (by the target "
+                                      "CPU), iree, microkernel, loops", check=one_of("auto", "iree", "microkernel", "loops"))
     erf: str = option("rational", "math.erf: rational (fusion-expand-erf: one clamped rational function) or iree "
                                   "(IREE's piecewise approximation, coefficients picked by selects)",
                       check=one_of("rational", "iree"))
@@ -71,7 +73,7 @@ class CpuPipeline(PassPipeline):
         conv = f"fusion-conv-to-matmul{{grouped=true{direct}}}," if self.conv == "im2col" else ""
         erf = "fusion-expand-erf," if self.erf == "rational" else ""
         return (f"{conv}fusion-expand-f64-math,fusion-default-pipeline,{erf}fusion-cpu-codegen{{data-tiling={self.data_tiling} "
-                f"reassociate={self.reassociate} channels-last={self.channels_last}}}")
+                f"reassociate={self.reassociate} channels-last={self.channels_last} mmt4d-tiles={self.mmt4d_tiles}}}")
 
 
 @register

@@ -63,6 +63,10 @@ DATA_TILING_ATTR = "braze.data_tiling"
 CHANNELS_LAST_ATTR = "braze.channels_last"
 """String attribute on the module: IREE converts its NCHW convolutions to channels-last, and why."""
 
+MMT4D_TILES_ATTR = "braze.mmt4d_tiles"
+"""String attribute on the module, with data tiling: how braze configures IREE's float32 mmt4d
+dispatches (braze.compiler.cpu_tiles: auto, microkernel or loops); absent for IREE's own tiles."""
+
 REASSOCIATE_ATTR = "braze.reassociate_reductions"
 """String attribute on the module: IREE may reassociate float reductions, and why (the first one found)."""
 
@@ -97,8 +101,13 @@ class CpuCodegenPass(ModulePass):
                                         "static linalg.conv_2d_nchw_fchw remains), on, off",
                                 check=one_of("auto", "on", "off"))
 
+    mmt4d_tiles: str = option("auto", "With data tiling, the tiles of IREE's float32 mmt4d dispatches: auto (by the "
+                                      "target CPU), iree (IREE's own), microkernel or loops (braze's workgroups of "
+                                      "128 rows with IREE's microkernel or its vectorised loops)",
+                              check=one_of("auto", "iree", "microkernel", "loops"))
+
     def run(self, module: ir.Operation) -> None:
-        for attr in (DATA_TILING_ATTR, REASSOCIATE_ATTR, CHANNELS_LAST_ATTR):
+        for attr in (DATA_TILING_ATTR, REASSOCIATE_ATTR, CHANNELS_LAST_ATTR, MMT4D_TILES_ATTR):
             if attr in module.attributes:
                 del module.attributes[attr]
         if self.channels_last != "off":
@@ -114,6 +123,8 @@ class CpuCodegenPass(ModulePass):
         why = "forced (data-tiling=on)" if self.data_tiling == "on" else _constant_contraction(module)
         if why and decide(self.name, f"data tiling: {why}"):
             module.attributes[DATA_TILING_ATTR] = ir.StringAttr.get(why)
+            if self.mmt4d_tiles != "iree":
+                module.attributes[MMT4D_TILES_ATTR] = ir.StringAttr.get(self.mmt4d_tiles)
 
 
 def _constant_contraction(module: ir.Operation) -> str:

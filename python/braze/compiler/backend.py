@@ -320,12 +320,14 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
                        output_storage: bool = False, transient_storage: bool = False,
                        what: str = "the module", float64: bool = False,
                        launch_plan: tuple[list[int], list[int]] | None = None,
-                       aggressive_fusion: bool | None = None) -> CompiledVmfb:
+                       aggressive_fusion: bool | None = None, mmt4d_tiles: str | None = None) -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes.
 
     launch_plan: (input bytes, output bytes) of main's tensors: also read a CUDA launch plan off
     IREE's HAL program (braze.compiler.cuda_plan); CompiledVmfb.at_hal is the plan, or why there is none.
-    aggressive_fusion: IREE's aggressive dispatch fusion, None for the target's default."""
+    aggressive_fusion: IREE's aggressive dispatch fusion, None for the target's default.
+    mmt4d_tiles: on the CPU, braze.compiler.cpu_tiles' mode for IREE's float32 mmt4d dispatches
+    (None: IREE's own tiles); CompiledVmfb.workarounds lists the dispatches configured."""
     flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
     at_hal = None
     if launch_plan is not None:
@@ -336,8 +338,10 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
     at_configurations = None
     if target.device == "vulkan":
         from braze.compiler.vulkan_workarounds import avoid_promoted_permuting_copies as at_configurations
-    if target.device == "cpu" and DATA_TILING_FLAGS[0] in flags:
-        from braze.compiler.cpu_tiles import configure_mmt4d as at_configurations
+    if target.device == "cpu" and mmt4d_tiles is not None:
+        from braze.compiler.cpu_tiles import configure_mmt4d
+
+        at_configurations = lambda module_op: configure_mmt4d(module_op, mmt4d_tiles)  # noqa: E731
     if target.device == "cpu" and target.arch not in ("host", "generic"):
         problem = probe_flags(target.compiler_flags())
         if problem is not None:

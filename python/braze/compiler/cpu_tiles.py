@@ -28,11 +28,17 @@ from dataclasses import dataclass
 from braze.compiler._iree_compiler import iree_ir
 from braze.irutil import all_ops
 
-INTEL_AVX512 = ("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d", "icelake-server",
-                "cascadelake", "cooperlake", "skylake-avx512", "tigerlake", "icelake-client", "rocketlake",
-                "diamondrapids")
-"""LLVM's names for Intel server/client cores with AVX-512 and a 2 MiB-class private L2 behind
-a mesh L3 (where §48's tiles are measured or expected to hold)."""
+INTEL_AVX512 = ("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d", "diamondrapids",
+                "icelake-server", "cascadelake", "cooperlake", "skylake-avx512", "tigerlake", "icelake-client",
+                "rocketlake")
+"""LLVM's names for Intel cores with AVX-512 (a 1-2 MiB private L2 behind a mesh L3 on the servers)."""
+
+AMD_AVX512 = ("znver4", "znver5")
+"""LLVM's names for AMD cores with AVX-512 (Zen 4, Zen 5: 1 MiB L2 per core)."""
+
+MODES = ("auto", "iree", "microkernel", "loops")
+"""fusion-cpu-codegen's mmt4d-tiles option: auto (by the target CPU), IREE's own tiles, or braze's
+workgroups with IREE's microkernel or with IREE's vectorised loops."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +56,33 @@ class Mmt4dTiles:
     """Weight panels (16 columns each) per workgroup, at most."""
 
     def describe(self) -> str:
-        code = f"IREE's vectorised loops (16x{16 * self.vector_n} register tile)" if self.codegen \
-            else "IREE's mmt4d microkernel"
-        return f"{code}, workgroups of up to {16 * self.max_m1} rows x {self.l2_bytes >> 10} KiB of weight panels"
+        code = f"IREE's loops, 16x{16 * self.vector_n} register tile" if self.codegen else "IREE's microkernel"
+        return f"{code}; workgroups of up to {16 * self.max_m1} rows"
+
+
+MICROKERNEL = Mmt4dTiles(codegen=False, max_n1=1)
+"""Workgroups of 128 rows x 16 columns, IREE's microkernel: AMD Zen 4, one thread, 18.9 -> 17.7 ms
+for the TransformerEncoderLayer, 19.3 -> 17.7 for the BERT layer; two threads 10.8 -> 9.5 and
+10.9 -> 9.7 (§48)."""
+
+LOOPS = Mmt4dTiles(codegen=True, vector_n=2, max_n1=2)
+"""Workgroups of 128 rows x 32 columns, IREE's vectorised loops with a 16x32 register tile."""
 
 
 def tiles_for_cpu(cpu: str) -> Mmt4dTiles | None:
-    """braze's mmt4d tiles for an LLVM CPU name, or None to keep IREE's."""
-    return Mmt4dTiles() if cpu in INTEL_AVX512 else None
+    """braze's mmt4d tiles for an LLVM CPU name (mode auto), or None to keep IREE's."""
+    if cpu in AMD_AVX512:
+        return MICROKERNEL
+    if cpu in INTEL_AVX512:
+        return LOOPS
+    return None
+
+
+def tiles_for(mode: str, cpu: str) -> Mmt4dTiles | None:
+    """The tiles for fusion-cpu-codegen's mmt4d-tiles mode on an LLVM CPU, or None for IREE's."""
+    if mode == "auto":
+        return tiles_for_cpu(cpu)
+    return {"iree": None, "microkernel": MICROKERNEL, "loops": LOOPS}[mode]
 
 
 def _shape(value) -> list[int]:
@@ -69,18 +94,18 @@ def _cpu_of(target) -> str | None:
     return m.group(1) if m else None
 
 
-def configure_mmt4d(module_op, choose=None) -> list[str]:
+def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
     """At IREE's executable-configurations phase: each llvm-cpu float32 linalg.mmt4d with 16x16x1
-    inner tiles, in a variant whose CPU `choose` returns tiles for, gets them. Returns one line
-    per dispatch changed (CompiledVmfb.workarounds)."""
-    choose = choose or tiles_for_cpu
+    inner tiles gets the tiles `mode` chooses for its variant's CPU (tiles_for). Returns one line
+    per dispatch changed (CompiledVmfb.workarounds), each naming the CPU it was chosen for."""
     changed = []
     for variant in all_ops(module_op, "hal.executable.variant"):
         target = variant.attributes["target"]
         text = str(target)
         if '"llvm-cpu"' not in text:
             continue
-        tiles = choose(_cpu_of(target) or "")
+        cpu = _cpu_of(target) or ""
+        tiles = tiles_for(mode, cpu)
         if tiles is None:
             continue
         for op in all_ops(variant, "linalg.mmt4d"):
@@ -102,7 +127,7 @@ def configure_mmt4d(module_op, choose=None) -> list[str]:
                 func = func.parent
             name = iree_ir.StringAttr(func.attributes["sym_name"]).value
             how = f"loops, 16x{16 * vec_n} registers" if tiles.codegen else "microkernel"
-            changed.append(f"{name}: mmt4d {16 * m1}x{16 * n1}x{k1} in workgroups of "
+            changed.append(f"{cpu}: {name}: mmt4d {16 * m1}x{16 * n1}x{k1} in workgroups of "
                            f"{16 * dist_m}x{16 * dist_n} ({how})")
             if tiles.codegen and 'ukernels = "all"' in text:
                 # IREE looks a function's target up on the function before its variant: the
@@ -111,3 +136,12 @@ def configure_mmt4d(module_op, choose=None) -> list[str]:
                 func.attributes["hal.executable.target"] = iree_ir.Attribute.parse(
                     text.replace('ukernels = "all"', 'ukernels = "none"'))
     return changed
+
+
+def summary(lines: list[str]) -> str:
+    """The report's words for configure_mmt4d's lines: the CPU, how, and how many dispatches."""
+    if not lines:
+        return "no float32 16x16x1 mmt4d dispatch, or IREE's own tiles for this CPU"
+    cpu = lines[0].split(":", 1)[0]
+    hows = sorted({line.rsplit("(", 1)[-1].rstrip(")") for line in lines})
+    return f"{len(lines)} dispatches for {cpu}, workgroups of up to 128 rows ({'; '.join(hows)})"

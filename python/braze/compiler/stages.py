@@ -244,7 +244,8 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     def iree(float64: bool, **options):
         return backend.compile_for_target(lowered.bytecode(), tgt, flags, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}", float64=float64,
-                                          aggressive_fusion=lowered.aggressive_fusion, **options)
+                                          aggressive_fusion=lowered.aggressive_fusion,
+                                          mmt4d_tiles=lowered.mmt4d_tiles, **options)
 
     float64 = lowered.float64
     try:
@@ -295,7 +296,13 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     report.stage_seconds["iree_compile"] = time.perf_counter() - t0
     report.dispatch_count = compiled.dispatch_count
     report.dispatch_fusion = compiled.dispatch_fusion
-    report.iree_workarounds = list(compiled.workarounds)
+    if tgt.device == "cpu":
+        from braze.compiler.cpu_tiles import summary
+
+        if lowered.mmt4d_tiles is not None:
+            report.cpu_codegen += f"; float32 mmt4d tiles ({lowered.mmt4d_tiles}): {summary(compiled.workarounds)}"
+    else:
+        report.iree_workarounds = list(compiled.workarounds)
     report.executable_count = compiled.executable_count
     module = CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
                             source=f"the compiled {type(model).__name__}",
@@ -386,6 +393,9 @@ class Lowered:
     tensor_loops: tuple[str, ...] = ()
     """Locations of loops that carry tensors (passes/abi.tensor_loops): such a program is
     compiled without transient storage, which IREE 3.13 cannot give them."""
+    mmt4d_tiles: str | None = None
+    """With data tiling on the CPU: how braze configures IREE's float32 mmt4d dispatches
+    (braze.compiler.cpu_tiles modes; None: IREE's own tiles)."""
 
     def bytecode(self) -> bytes:
         buffer = io.BytesIO()
@@ -414,7 +424,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     from braze.passes.gpu.generate_kernels import generated_kernels
     from braze.passes.gpu.matchers import kernel_configs
     from braze._mlir import ir
-    from braze.passes.cpu.cpu_codegen import CHANNELS_LAST_ATTR, DATA_TILING_ATTR, REASSOCIATE_ATTR
+    from braze.passes.cpu.cpu_codegen import CHANNELS_LAST_ATTR, DATA_TILING_ATTR, MMT4D_TILES_ATTR, REASSOCIATE_ATTR
     from braze.passes.fusion_report import count_linalg_ops
 
     _check_precision(precision)  # also where an explicit pipeline makes it unused
@@ -456,9 +466,9 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         failing = abi.failing_asserts(module_op)
         loops = abi.tensor_loops(module_op)
         # fusion-cpu-codegen's choices: each a string attribute on the module saying why, or absent
-        tiling, reassociate, channels_last = (
+        tiling, reassociate, channels_last, mmt4d_tiles = (
             ir.StringAttr(module_op.attributes[a]).value if a in module_op.attributes else None
-            for a in (DATA_TILING_ATTR, REASSOCIATE_ATTR, CHANNELS_LAST_ATTR))
+            for a in (DATA_TILING_ATTR, REASSOCIATE_ATTR, CHANNELS_LAST_ATTR, MMT4D_TILES_ATTR))
     iree_flags: tuple[str, ...] = ()
     if tgt.device == "cpu":
         from braze.compiler.backend import CHANNELS_LAST_FLAG, DATA_TILING_FLAGS, REASSOCIATE_FLAG
@@ -492,4 +502,5 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
 
         aggressive = any(isinstance(step.braze_pass, FormGroupsPass) for step in parse_pipeline(pipeline_text))
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
-                   iree_flags, aggressive, float64_inside, tuple(loops))
+                   iree_flags, aggressive, float64_inside, tuple(loops),
+                   mmt4d_tiles if tgt.device == "cpu" and tiling is not None else None)

@@ -1,0 +1,123 @@
+"""braze's tiles for IREE's float32 mmt4d dispatches on AVX-512 CPUs (braze.compiler.cpu_tiles,
+fusion-cpu-codegen's mmt4d-tiles): the configuration IREE compiles, results against eager in
+float64 on ragged sizes, and the choice in the report."""
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import braze
+from braze.compiler import cpu_tiles
+from braze.targets import host_cpu_fields
+
+AVX512 = "avx512f" in host_cpu_fields().get("flags", "").split()
+needs_avx512 = pytest.mark.skipif(not AVX512, reason="16x16x1 mmt4d tiles are IREE's choice on AVX-512 CPUs only")
+
+
+class Mlp(torch.nn.Module):
+    """Two Linears on ragged sizes: 100 rows (7 row tiles, the last ragged), 333 -> 1024 -> 77
+    features (64 and 5 weight panels of 16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(333, 1024)
+        self.down = torch.nn.Linear(1024, 77)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+
+def _model():
+    torch.manual_seed(0)
+    return Mlp().eval(), torch.randn(100, 333)
+
+
+def _compile(mode, capture=None):
+    """braze.compile with the mode; `capture`, a list, gets IREE's configured module as text."""
+    model, x = _model()
+    pipeline = f"fusion-cpu-pipeline{{mmt4d-tiles={mode}}}"
+    if capture is None:
+        return model, x, braze.compile(model, x, device="cpu", pipeline=pipeline, cache=False)
+    real = cpu_tiles.configure_mmt4d
+
+    def configure(module_op, how):
+        lines = real(module_op, how)
+        capture.append(module_op.get_asm(large_elements_limit=16))
+        return lines
+
+    cpu_tiles.configure_mmt4d = configure
+    try:
+        return model, x, braze.compile(model, x, device="cpu", pipeline=pipeline, cache=False)
+    finally:
+        cpu_tiles.configure_mmt4d = real
+
+
+@needs_avx512
+@pytest.mark.parametrize("mode", ["microkernel", "loops", "iree", "auto"])
+def test_each_mode_matches_float64(mode):
+    model, x, compiled = _compile(mode)
+    with torch.no_grad():
+        want = model.double()(x.double())
+    got = compiled(x).double()
+    err = float((got - want).abs().max() / want.abs().max())
+    assert err < 1e-5, err  # a NaN fails too
+    line = compiled.report.cpu_codegen
+    if mode == "iree":
+        assert "mmt4d tiles" not in line
+    elif mode == "auto":
+        assert "float32 mmt4d tiles (auto): " in line, line  # 2 dispatches, or none for an unlisted CPU
+    else:
+        assert f"float32 mmt4d tiles ({mode}): 2 dispatches for " in line, line
+
+
+def _mmt4d_configs(text: str) -> list[str]:
+    """The lowering_config of each linalg.mmt4d in IREE's module text, its alias resolved."""
+    aliases = dict(re.findall(r"^(#\w+) = (.*)$", text, re.M))
+    found = []
+    for line in text.splitlines():
+        if "linalg.mmt4d" in line:
+            ref = re.search(r"lowering_config = (#[\w.]+(?:<.*?>)?)[,}]", line).group(1)
+            found.append(aliases.get(ref, ref))
+    return found
+
+
+@needs_avx512
+def test_microkernel_workgroups_cover_the_rows():
+    seen = []
+    _, _, compiled = _compile("microkernel", seen)
+    (text,) = seen
+    # 100 rows: 7 row tiles in one workgroup, one 16-wide weight panel each; the narrow 1024 -> 77
+    # product IREE transposes (the weight's 5 panels are its rows): all 5 in one workgroup
+    configs = sorted(c.split("vector_reduction")[0] for c in _mmt4d_configs(text))
+    assert configs == ["#iree_cpu.lowering_config<distribution = [5, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], ",
+                       "#iree_cpu.lowering_config<distribution = [7, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], "], configs
+    assert 'ukernels = "none"' not in text
+    assert "(microkernel)" in compiled.report.cpu_codegen
+
+
+@needs_avx512
+def test_loops_use_two_panel_register_tiles_without_the_microkernel():
+    seen = []
+    _, _, compiled = _compile("loops", seen)
+    (text,) = seen
+    # 64 weight panels: two per workgroup, a 16x32 register tile; the transposed 1024 -> 77 has 7
+    # activation panels (no even divisor): one per workgroup, a 16x16 register tile
+    configs = sorted(c.split("vector_reduction")[0] for c in _mmt4d_configs(text))
+    assert configs == ["#iree_cpu.lowering_config<distribution = [5, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], ",
+                       "#iree_cpu.lowering_config<distribution = [7, 2, 0, 0, 0, 0], vector_common_parallel = [1, 2, 0, 16, 16, 0], "], configs
+    # the microkernel is turned off on each configured function, not on its variant (a variant
+    # with another target is linked as an alternative: its exports would not be found at run time)
+    targets = re.findall(r"hal.executable.target = (#[\w]+)", text)
+    assert len(targets) == 2, targets
+    aliases = dict(re.findall(r"^(#\w+) = (.*)$", text, re.M))
+    assert all('ukernels = "none"' in aliases.get(t, t) for t in targets)
+
+
+def test_auto_follows_the_cpu():
+    assert cpu_tiles.tiles_for("auto", "emeraldrapids") == cpu_tiles.LOOPS
+    assert cpu_tiles.tiles_for("auto", "znver4") == cpu_tiles.MICROKERNEL
+    assert cpu_tiles.tiles_for("auto", "skylake") is None  # AVX2: 8x8 tiles, not measured
+    assert cpu_tiles.tiles_for("iree", "znver4") is None
+    assert cpu_tiles.tiles_for("microkernel", "skylake") == cpu_tiles.MICROKERNEL
