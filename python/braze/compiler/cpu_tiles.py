@@ -10,14 +10,16 @@ the whole weight 4 times from the last-level cache. On an Intel Xeon (Sapphire/E
 dispatch ran 3.72 ms (oneDNN 3.1). The microkernel also keeps one 16x16 accumulator tile in
 registers, so every FMA waits on a broadcast from the LHS panel.
 
-`configure_mmt4d(module_op, host)` changes, for each such dispatch on a CPU that gains:
-  * the distribution: a workgroup computes every row tile of the matmul (M1 up to 8, 128 rows)
-    against as many weight panels as fit half the L2 (each weight panel is read once from memory
-    and then from L2), and
-  * the code: IREE's own vectorised loops instead of the microkernel, with a 16x32 register
-    tile (two weight panels per LHS broadcast), `vector_common_parallel = [1, 2, 0, 16, 16, 0]`.
-Measured per dispatch on the Xeon: 3.72 ms -> 3.49 ms with the distribution alone, 3.27 ms with
-both. Where the host gains nothing from it (AMD Zen 4: measured in §48) IREE's choice stays.
+`configure_mmt4d(module_op, mode)` gives each such dispatch workgroups that cover up to 128 rows
+(each weight panel read once from memory, the rows' panels kept in L2) and, by the target CPU
+(mode auto), measured side by side on both hosts (bench/NOTES.md §48):
+  * AMD Zen 4/5: IREE's microkernel, workgroups of 128 rows x 16 columns (MICROKERNEL);
+  * Intel AVX-512: IREE's vectorised loops with a 16x32 register tile (two weight panels per LHS
+    broadcast), workgroups of 128 rows x 32 columns (LOOPS). On a 16-core Xeon, one thread:
+    TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1, ResNet-18 16.4 -> 14.0; 16
+    threads: 2.78 -> 2.45, 2.58 -> 2.42, 4.25 -> 3.45. Workgroups sized to half the L2 were 1-2%
+    faster still at one thread but 1.5-2.6x slower at 16 (too few workgroups for the threads).
+Other CPUs keep IREE's tiles. `fusion-cpu-pipeline{mmt4d-tiles=iree|microkernel|loops}` overrides.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ for the TransformerEncoderLayer, 19.3 -> 17.7 for the BERT layer; two threads 10
 10.9 -> 9.7 (§48)."""
 
 LOOPS = Mmt4dTiles(codegen=True, vector_n=2, max_n1=2)
-"""Workgroups of 128 rows x 32 columns, IREE's vectorised loops with a 16x32 register tile."""
+"""Workgroups of 128 rows x 32 columns, IREE's vectorised loops with a 16x32 register tile: Intel
+Xeon (emeraldrapids), one thread, TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1; 16
+threads 2.78 -> 2.45, 2.58 -> 2.42 (§48)."""
 
 
 def tiles_for_cpu(cpu: str) -> Mmt4dTiles | None:
