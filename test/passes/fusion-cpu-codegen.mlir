@@ -4,11 +4,15 @@
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=off}' | FileCheck %s --check-prefix=NOREASSOC
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{reassociate=on data-tiling=off}' | FileCheck %s --check-prefix=REASSOC
 // RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{channels-last=off}' | FileCheck %s --check-prefix=CHANNELS
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{mmt4d-tiles=iree}' | FileCheck %s --check-prefix=TILES-IREE
+// RUN: braze-opt %s --split-input-file -p 'fusion-cpu-codegen{mmt4d-tiles=loops}' | FileCheck %s --check-prefix=TILES-LOOPS
+// TILES-IREE-NOT: braze.mmt4d_tiles
+// TILES-LOOPS: braze.mmt4d_tiles = "loops"
 
 // A Linear's matmul reads its weight, a constant seen through a transpose: data tiling is on,
 // and the attribute names the contraction that asked for it. The ops are unchanged.
 // A matmul reduces floats: IREE may reassociate them (a tree per vector, not a scalar chain).
-// CHECK: module attributes {braze.data_tiling = "linalg.matmul (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.reassociate_reductions = "a linalg.matmul of tensor<4x8xf32>"}
+// CHECK: module attributes {braze.data_tiling = "linalg.matmul (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.mmt4d_tiles = "auto", braze.reassociate_reductions = "a linalg.matmul of tensor<4x8xf32>"}
 // CHECK: linalg.transpose
 // CHECK: linalg.matmul
 // OFF-NOT: braze.data_tiling
@@ -44,7 +48,7 @@ func.func @scores(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x4x4x
 // -----
 
 // A matmul written as a linalg.generic (a multiply-add reduction) counts as a contraction too.
-// CHECK: module attributes {braze.data_tiling = "linalg.generic (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.reassociate_reductions = "a arith.addf reduction of tensor<4x8xf32>"}
+// CHECK: module attributes {braze.data_tiling = "linalg.generic (tensor<4x8xf32>, tensor<8x2xf32>) reads a constant operand", braze.mmt4d_tiles = "auto", braze.reassociate_reductions = "a arith.addf reduction of tensor<4x8xf32>"}
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
 #c = affine_map<(m, n, k) -> (m, n)>
