@@ -25,8 +25,9 @@
 // CHECK-NEXT: data-tiling=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: reassociate=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: channels-last=<str> (default: 'auto') {{.+}}
+// CHECK-NEXT: mmt4d-tiles=<str> (default: 'auto') {{.+}}
 // CHECK-NEXT: erf=<str> (default: 'rational') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul{grouped=true},fusion-expand-f64-math,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto}
+// CHECK-NEXT: = fusion-conv-to-matmul{grouped=true},fusion-expand-f64-math,fusion-default-pipeline,fusion-expand-erf,fusion-cpu-codegen{data-tiling=auto reassociate=auto channels-last=auto mmt4d-tiles=auto}
 // CHECK: fusion-cuda-pipeline - {{.+}}
 // CHECK-NEXT: target=<str> (default: 'sm_90') {{.+}}
 // CHECK-NEXT: tuning-cache=<str> (default: '') {{.+}}
