@@ -34,24 +34,10 @@ def _model():
     return Mlp().eval(), torch.randn(100, 333)
 
 
-def _compile(mode, capture=None):
-    """braze.compile with the mode; `capture`, a list, gets IREE's configured module as text."""
+def _compile(mode):
     model, x = _model()
-    pipeline = f"fusion-cpu-pipeline{{mmt4d-tiles={mode}}}"
-    if capture is None:
-        return model, x, braze.compile(model, x, device="cpu", pipeline=pipeline, cache=False)
-    real = cpu_tiles.configure_mmt4d
-
-    def configure(module_op, how):
-        lines = real(module_op, how)
-        capture.append(module_op.get_asm(large_elements_limit=16))
-        return lines
-
-    cpu_tiles.configure_mmt4d = configure
-    try:
-        return model, x, braze.compile(model, x, device="cpu", pipeline=pipeline, cache=False)
-    finally:
-        cpu_tiles.configure_mmt4d = real
+    return model, x, braze.compile(model, x, device="cpu", pipeline=f"fusion-cpu-pipeline{{mmt4d-tiles={mode}}}",
+                                   cache=False)
 
 
 @needs_avx512
@@ -72,25 +58,38 @@ def test_each_mode_matches_float64(mode):
         assert f"float32 mmt4d tiles ({mode}): 2 dispatches for " in line, line
 
 
-def _mmt4d_configs(text: str) -> list[str]:
-    """The lowering_config of each linalg.mmt4d in IREE's module text, its alias resolved."""
-    aliases = dict(re.findall(r"^(#\w+) = (.*)$", text, re.M))
-    found = []
+def _aliases(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^(#\w+) = (.*)$", text, re.M))
+
+
+def _configured(mode, monkeypatch):
+    """(IREE's module text as braze configured it, each mmt4d's lowering_config up to its vector
+    reduction, sorted, the compiled module) for the mode."""
+    seen = []
+    real = cpu_tiles.configure_mmt4d
+
+    def configure(module_op, how):
+        lines = real(module_op, how)
+        seen.append(module_op.get_asm(large_elements_limit=16))
+        return lines
+
+    monkeypatch.setattr(cpu_tiles, "configure_mmt4d", configure)
+    _, _, compiled = _compile(mode)
+    (text,) = seen
+    aliases = _aliases(text)
+    configs = []
     for line in text.splitlines():
         if "linalg.mmt4d" in line:
             ref = re.search(r"lowering_config = (#[\w.]+(?:<.*?>)?)[,}]", line).group(1)
-            found.append(aliases.get(ref, ref))
-    return found
+            configs.append(aliases.get(ref, ref).split("vector_reduction")[0])
+    return text, sorted(configs), compiled
 
 
 @needs_avx512
-def test_microkernel_workgroups_cover_the_rows():
-    seen = []
-    _, _, compiled = _compile("microkernel", seen)
-    (text,) = seen
+def test_microkernel_workgroups_cover_the_rows(monkeypatch):
+    text, configs, compiled = _configured("microkernel", monkeypatch)
     # 100 rows: 7 row tiles in one workgroup, one 16-wide weight panel each; the narrow 1024 -> 77
     # product IREE transposes (the weight's 5 panels are its rows): all 5 in one workgroup
-    configs = sorted(c.split("vector_reduction")[0] for c in _mmt4d_configs(text))
     assert configs == ["#iree_cpu.lowering_config<distribution = [5, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], ",
                        "#iree_cpu.lowering_config<distribution = [7, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], "], configs
     assert 'ukernels = "none"' not in text
@@ -98,20 +97,17 @@ def test_microkernel_workgroups_cover_the_rows():
 
 
 @needs_avx512
-def test_loops_use_two_panel_register_tiles_without_the_microkernel():
-    seen = []
-    _, _, compiled = _compile("loops", seen)
-    (text,) = seen
+def test_loops_use_two_panel_register_tiles_without_the_microkernel(monkeypatch):
+    text, configs, _ = _configured("loops", monkeypatch)
     # 64 weight panels: two per workgroup, a 16x32 register tile; the transposed 1024 -> 77 has 7
     # activation panels (no even divisor): one per workgroup, a 16x16 register tile
-    configs = sorted(c.split("vector_reduction")[0] for c in _mmt4d_configs(text))
     assert configs == ["#iree_cpu.lowering_config<distribution = [5, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], ",
                        "#iree_cpu.lowering_config<distribution = [7, 2, 0, 0, 0, 0], vector_common_parallel = [1, 2, 0, 16, 16, 0], "], configs
     # the microkernel is turned off on each configured function, not on its variant (a variant
     # with another target is linked as an alternative: its exports would not be found at run time)
     targets = re.findall(r"hal.executable.target = (#[\w]+)", text)
     assert len(targets) == 2, targets
-    aliases = dict(re.findall(r"^(#\w+) = (.*)$", text, re.M))
+    aliases = _aliases(text)
     assert all('ukernels = "none"' in aliases.get(t, t) for t in targets)
 
 

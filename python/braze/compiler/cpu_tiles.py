@@ -38,11 +38,6 @@ INTEL_AVX512 = ("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapi
 AMD_AVX512 = ("znver4", "znver5")
 """LLVM's names for AMD cores with AVX-512 (Zen 4, Zen 5: 1 MiB L2 per core)."""
 
-MODES = ("auto", "iree", "microkernel", "loops")
-"""fusion-cpu-codegen's mmt4d-tiles option: auto (by the target CPU), IREE's own tiles, or braze's
-workgroups with IREE's microkernel or with IREE's vectorised loops."""
-
-
 @dataclass(frozen=True)
 class Mmt4dTiles:
     """How braze configures an f32 16x16x1 mmt4d dispatch."""
@@ -57,9 +52,6 @@ class Mmt4dTiles:
     max_n1: int = 1 << 30
     """Weight panels (16 columns each) per workgroup, at most."""
 
-    def describe(self) -> str:
-        code = f"IREE's loops, 16x{16 * self.vector_n} register tile" if self.codegen else "IREE's microkernel"
-        return f"{code}; workgroups of up to {16 * self.max_m1} rows"
 
 
 MICROKERNEL = Mmt4dTiles(codegen=False, max_n1=1)
@@ -89,10 +81,6 @@ def tiles_for(mode: str, cpu: str) -> Mmt4dTiles | None:
     return {"iree": None, "microkernel": MICROKERNEL, "loops": LOOPS}[mode]
 
 
-def _shape(value) -> list[int]:
-    return list(iree_ir.RankedTensorType(value.type).shape)
-
-
 def _cpu_of(target) -> str | None:
     m = re.search(r'\bcpu = "([^"]*)"', str(target))
     return m.group(1) if m else None
@@ -112,33 +100,32 @@ def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
         tiles = tiles_for(mode, cpu)
         if tiles is None:
             continue
-        for op in all_ops(variant, "linalg.mmt4d"):
-            lhs, rhs, acc = (_shape(v) for v in list(op.operands)[:3])
-            types = {str(iree_ir.RankedTensorType(v.type).element_type) for v in list(op.operands)[:3]}
-            if types != {"f32"} or lhs[2:] != [16, 1] or rhs[2:] != [16, 1]:
-                continue
-            m1, k1, n1 = lhs[0], lhs[1], rhs[0]
-            panel = 16 * k1 * 4
-            dist_m = min(m1, tiles.max_m1)
-            limit = max(1, min(n1, tiles.max_n1, tiles.l2_bytes // panel))
-            dist_n = max(d for d in range(1, limit + 1) if n1 % d == 0)
-            vec_n = tiles.vector_n if tiles.codegen and dist_n % tiles.vector_n == 0 else 1
-            op.attributes["lowering_config"] = iree_ir.Attribute.parse(
-                f"#iree_cpu.lowering_config<distribution = [{dist_m}, {dist_n}, 0, 0, 0, 0], "
-                f"vector_common_parallel = [1, {vec_n}, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>")
-            func = op.parent
-            while func.name != "func.func":
-                func = func.parent
-            name = iree_ir.StringAttr(func.attributes["sym_name"]).value
-            how = f"loops, 16x{16 * vec_n} registers" if tiles.codegen else "microkernel"
-            changed.append(f"{cpu}: {name}: mmt4d {16 * m1}x{16 * n1}x{k1} in workgroups of "
-                           f"{16 * dist_m}x{16 * dist_n} ({how})")
-            if tiles.codegen and 'ukernels = "all"' in text:
-                # IREE looks a function's target up on the function before its variant: the
-                # variant's own target must stay, for a variant with another target would be
-                # linked as an alternative to the others, not beside them (its exports not found)
-                func.attributes["hal.executable.target"] = iree_ir.Attribute.parse(
-                    text.replace('ukernels = "all"', 'ukernels = "none"'))
+        # IREE looks a function's target up on the function before its variant: the variant's
+        # own target must stay, for a variant with another target would be linked as an
+        # alternative to the others, not beside them (its exports not found at run time)
+        no_microkernel = iree_ir.Attribute.parse(text.replace('ukernels = "all"', 'ukernels = "none"')) \
+            if tiles.codegen and 'ukernels = "all"' in text else None
+        for func in all_ops(variant, "func.func"):
+            for op in all_ops(func, "linalg.mmt4d"):
+                lhs, rhs, _ = (iree_ir.RankedTensorType(v.type) for v in list(op.operands)[:3])
+                if {str(t.element_type) for t in (lhs, rhs)} != {"f32"} or list(lhs.shape[2:]) != [16, 1] \
+                        or list(rhs.shape[2:]) != [16, 1]:
+                    continue
+                m1, k1, n1 = lhs.shape[0], lhs.shape[1], rhs.shape[0]
+                panel = 16 * k1 * 4
+                dist_m = min(m1, tiles.max_m1)
+                limit = max(1, min(n1, tiles.max_n1, tiles.l2_bytes // panel))
+                dist_n = max(d for d in range(1, limit + 1) if n1 % d == 0)
+                vec_n = tiles.vector_n if tiles.codegen and dist_n % tiles.vector_n == 0 else 1
+                op.attributes["lowering_config"] = iree_ir.Attribute.parse(
+                    f"#iree_cpu.lowering_config<distribution = [{dist_m}, {dist_n}, 0, 0, 0, 0], "
+                    f"vector_common_parallel = [1, {vec_n}, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>")
+                name = iree_ir.StringAttr(func.attributes["sym_name"]).value
+                how = f"loops, 16x{16 * vec_n} registers" if tiles.codegen else "microkernel"
+                changed.append(f"{cpu}: {name}: mmt4d {16 * m1}x{16 * n1}x{k1} in workgroups of "
+                               f"{16 * dist_m}x{16 * dist_n} ({how})")
+                if no_microkernel is not None:
+                    func.attributes["hal.executable.target"] = no_microkernel
     return changed
 
 

@@ -503,4 +503,4 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         aggressive = any(isinstance(step.braze_pass, FormGroupsPass) for step in parse_pipeline(pipeline_text))
     return Lowered(tgt, imported.signature, report, imported.module, imported.context, written, aliased, float64,
                    iree_flags, aggressive, float64_inside, tuple(loops),
-                   mmt4d_tiles if tgt.device == "cpu" and tiling is not None else None)
+                   mmt4d_tiles if tgt.device == "cpu" else None)
