@@ -113,6 +113,9 @@ class CudaPipeline(PassPipeline):
     rows: str = option("on", "Row programs (LayerNorm, RMSNorm, softmax: a reduction of the last dimension with the "
                              "elementwise work around it) as generated row kernels: on, off (IREE's dispatches)",
                        check=one_of("on", "off"))
+    channels_last: str = option("on", "Generated convolutions in NHWC (fusion-channels-last: one layout change at "
+                                      "the model's input, none between layers): on, off (NCHW kernels)",
+                                check=one_of("on", "off"))
 
     def expand(self) -> str:
         target = f"target={self.target}"
@@ -126,7 +129,8 @@ class CudaPipeline(PassPipeline):
 
             leave = leave if available(self.target) is None else ""
         conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
-        return (f"{conv},fusion-default-pipeline,"
+        layout = f"fusion-channels-last{{types={leave}}}," if leave and self.channels_last == "on" else ""
+        return (f"{conv},fusion-default-pipeline,{layout}"
                 f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
                 f"{forced}{' rows=off' if self.rows == 'off' else ''}}},"
                 f"fusion-pad-matmuls{{{tuned}}},"

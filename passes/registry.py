@@ -32,6 +32,7 @@ PASS_MODULES = {
     "fusion-cpu-codegen": "braze.passes.cpu.cpu_codegen",
     "fusion-expand-erf": "braze.passes.cpu.expand_erf",
     "fusion-conv-to-matmul": "braze.passes.gpu.conv_to_matmul",
+    "fusion-channels-last": "braze.passes.gpu.channels_last",
     "fusion-generate-kernels": "braze.passes.gpu.generate_kernels",
     "fusion-pad-matmuls": "braze.passes.gpu.pad_matmuls",
     "fusion-split-k": "braze.passes.gpu.split_k",

@@ -5,6 +5,7 @@
     python bench/experiments/variants.py calls DIR [eager,iree]   # GPU host: per call against kernel sum
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
         python bench/experiments/variants.py kernels DIR > k.csv   # GPU host: one call each
+                                      # (EAGER_KERNELS=1: torch's, NCHW and channels-last, first)
     python bench/experiments/variants.py table k.csv
 
 SET names a group of (workload, variant, compile options) below. `run` interleaves eager and
@@ -61,6 +62,12 @@ SETS = {
         for variant in ("pad-copy", "braze")
     ],
     # bench/NOTES.md §14: split-K (fusion-split-k) on and off.
+    # bench/NOTES.md §49: convolutions in NHWC (fusion-channels-last) against NCHW kernels.
+    "layout": [
+        (name, variant, {"pipeline": "fusion-cuda-pipeline{target=sm_90 channels-last=off}"} if variant == "nchw" else {})
+        for name in ("resnet18", "resnet18_bf16", "resnet50", "resnet50_bf16", "resnet50_bf16@8x")
+        for variant in ("nchw", "nhwc")
+    ],
     "splitk": [
         (name, variant, {"pipeline": NO_SPLIT} if variant == "no-split" else {})
         for name in ("gelu_mlp", "resnet18")
@@ -73,12 +80,12 @@ def _workload(name: str):
     """Model and inputs of a bench workload; 'attention_bf16' is braze bench's attention in bfloat16."""
     import torch
 
-    from braze.testing.zoo import WORKLOADS
+    from braze.testing.zoo import WORKLOADS, workload
 
     if name == "attention_bf16":
         model, args = WORKLOADS["attention"].build("cuda")
         return model.to(torch.bfloat16), [a.to(torch.bfloat16) for a in args]
-    return WORKLOADS[name].build("cuda")
+    return workload(name).build("cuda")
 
 
 def build(out: str, sets: list[str]) -> None:
@@ -166,10 +173,24 @@ def kernels(out: str) -> None:
     import braze
 
     marker = torch.empty(1, device="cuda")
+    order = []
     for name, variants in _manifest(out).items():
-        _, args = _workload(name)
-        args = [a.cuda() for a in args]
+        model, args = _workload(name)
+        model, args = model.cuda(), [a.cuda() for a in args]
+        if os.environ.get("EAGER_KERNELS"):  # torch's own kernels (cuDNN's convolutions) beside them
+            last = copy.deepcopy(model).to(memory_format=torch.channels_last)
+            cl_args = [a.to(memory_format=torch.channels_last) if a.dim() == 4 else a for a in args]
+            for label, fn in (("eager", lambda: model(*args)), ("eager-channels-last", lambda: last(*cl_args))):
+                with torch.no_grad():
+                    fn()
+                    torch.cuda.synchronize()
+                    marker.fill_(1.0)
+                    fn()
+                    marker.fill_(2.0)
+                    torch.cuda.synchronize()
+                order.append(f"{name} {label}")
         for v in variants:
+            order.append(f"{name} {v}")
             m = braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda")
             m(*args)  # load and first-call work outside the marked call
             torch.cuda.synchronize()
@@ -178,7 +199,7 @@ def kernels(out: str) -> None:
             marker.fill_(2.0)  # closes them
             torch.cuda.synchronize()
     with open(os.path.join(out, "kernels-order.txt"), "w") as f:
-        f.write("\n".join(f"{n} {v}" for n, vs in _manifest(out).items() for v in vs) + "\n")
+        f.write("\n".join(order) + "\n")
 
 
 def table(path: str, order: str) -> None:

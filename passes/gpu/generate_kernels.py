@@ -58,7 +58,7 @@ from ..registry import ModulePass, decide, one_of, option, register
 from .options import cuda_target, forced_tiles, kernel_tiles, tuning_cache
 from .match_rows import match_rows
 from .match_rows import _reduction as row_reduction
-from .matchers import MATMULS, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
+from .matchers import MATMULS, NHWC_CONV, conv_init_bias, conv_ints, generated_conv, is_extf, zero_padding
 from .matchers import element_type as _element
 from .matchers import float_literal as _float_literal
 from .matchers import int_literal as _int_literal
@@ -97,7 +97,7 @@ GENERATED = ("bf16", "f16")
 ATTENTION = "tm_tensor.attention"
 DEPTHWISE = "linalg.depthwise_conv_2d_nchw_chw"
 GROUPED = "linalg.conv_2d_ngchw_gfchw"
-CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", DEPTHWISE, GROUPED, ATTENTION)
+CONTRACTIONS = MATMULS + ("linalg.conv_2d_nchw_fchw", NHWC_CONV, DEPTHWISE, GROUPED, ATTENTION)
 
 
 @register
@@ -352,11 +352,35 @@ def _conv_access(map_text: str, rank: int) -> str | None:
     return None
 
 
+NCHW_INPUT_CHANNELS = 16
+"""An NHWC convolution of fewer input channels (a network's 3-channel stem) reads its input as
+NCHW where that is a transpose of an NCHW tensor (the model's input): its template gathers such
+an input element by element in either layout, so the transpose's copy goes away."""
+
+
+def _conv_nhwc_access(map_text: str, rank: int) -> str | None:
+    """How a generic reads an operand over an NHWC convolution's [N, OH, OW, F] result (a GEMM's
+    [M, N]): whole, per output channel (fusion-channels-last's (d3) or (d3, 0, 0) of a [F] or
+    [F, 1, 1] vector), or as a scalar."""
+    dims = _map_results(map_text)
+    if rank != 4:
+        return None
+    if dims == ["d0", "d1", "d2", "d3"]:
+        return "full"
+    if dims in (["d3"], ["d3", "0", "0"], ["0", "0", "0", "d3"]):
+        return "row"
+    if not dims:
+        return "scalar"
+    return None
+
+
 def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
     """The implicit-GEMM spec and rewrite plan for a convolution, or why it keeps braze's
     im2col + matmul (or IREE's) path."""
     elements = ("f32", "bf16", "f16") if fp32 != "off" else ("bf16", "f16")
-    depthwise, grouped = op.name == DEPTHWISE, op.name == GROUPED
+    depthwise, grouped, nhwc = op.name == DEPTHWISE, op.name == GROUPED, op.name == NHWC_CONV
+    if nhwc and not generated_conv(op, elements, NHWC_CONV):
+        return "not a static NHWC convolution of one group accumulating in f32 from zero or a bias"
     if depthwise and not generated_conv(op, elements, DEPTHWISE):
         return "not a static NCHW depthwise convolution accumulating in f32 from zero or a bias"
     if grouped:
@@ -364,25 +388,36 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         if isinstance(views, str):
             return views
         x, w, init, peeled, groups = views
-    elif not depthwise and not generated_conv(op, elements):
+    elif not depthwise and not nhwc and not generated_conv(op, elements):
         return "not a static NCHW convolution of one group accumulating in f32 from zero or a bias"
     else:
         (x, w, init), peeled, groups = op.operands, [], 1
     source, (pt, pl) = x, (0, 0)
-    padding = zero_padding(x)
+    padding = zero_padding(x, nhwc)
     if padding is not None:
         source, (pt, pl) = padding
         peeled.append(_owner(x))
-    n, c, h, wd = ir.RankedTensorType(source.type).shape
-    if depthwise:  # the weight [C, KH, KW]: one filter per channel
-        f, kh, kw = ir.RankedTensorType(w.type).shape
+    nchw_input = False
+    if nhwc:
+        n, h, wd, c = ir.RankedTensorType(source.type).shape
+        t = _owner(source)
+        if c < NCHW_INPUT_CHANNELS and t is not None and t.name == "linalg.transpose" and \
+                list(ir.DenseI64ArrayAttr(t.attributes["permutation"])) == [0, 2, 3, 1]:
+            source, nchw_input = t.operands[0], True  # gathered element by element anyway: read NCHW
+            peeled.append(t)
+        f, kh, kw, _ = ir.RankedTensorType(w.type).shape
+        oh, ow = ir.RankedTensorType(init.type).shape[1:3]
     else:
-        f, _, kh, kw = ir.RankedTensorType(w.type).shape
-    oh, ow = ir.RankedTensorType(init.type).shape[-2:]
+        n, c, h, wd = ir.RankedTensorType(source.type).shape
+        if depthwise:  # the weight [C, KH, KW]: one filter per channel
+            f, kh, kw = ir.RankedTensorType(w.type).shape
+        else:
+            f, _, kh, kw = ir.RankedTensorType(w.type).shape
+        oh, ow = ir.RankedTensorType(init.type).shape[-2:]
     sh, sw = conv_ints(op, "strides")
     dh, dw = conv_ints(op, "dilations")
     ta = _element(source)
-    kind, bias, init_op = conv_init_bias(init)
+    kind, bias, init_op = conv_init_bias(init, nhwc)
     args, inputs, ops_text = [source, w], [], []
     names = {op.results[0]: "acc"}
     if kind == "bias":
@@ -399,7 +434,7 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         cur = collapse.results[0]
         names[cur] = names[op.results[0]]
     while True:
-        steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_access)
+        steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_nhwc_access if nhwc else _conv_access)
         if isinstance(steps, str):
             ended = steps
             break
@@ -411,7 +446,7 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         precision = "tf32x3"
     spec = GemmSpec(m=n * oh * ow, n=f // groups, k=kh * kw if depthwise else c // groups * kh * kw, a=ta, b=ta,
                     b_layout="nk", out=_element(cur), inputs=tuple(inputs), ops=tuple(ops_text), result=names[cur],
-                    precision=precision, depthwise=depthwise, groups=groups,
+                    precision=precision, depthwise=depthwise, groups=groups, nhwc=nhwc, nchw_input=nchw_input,
                     conv=(n, c, h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow))
     return spec, _Plan(args, peeled + widened + chain, cur, chain[-1], ended)
 

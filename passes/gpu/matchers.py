@@ -147,15 +147,22 @@ def conv_ints(op: ir.Operation, name: str) -> list[int]:
     return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
 
 
-def zero_padding(x: ir.Value):
+NHWC_CONV = "linalg.conv_2d_nhwc_fhwc"
+"""The convolution fusion-channels-last makes of an NCHW one (input [N, H, W, C], weight [F, KH,
+KW, C], result [N, OH, OW, F])."""
+
+
+def zero_padding(x: ir.Value, nhwc: bool = False):
     """(unpadded tensor, (top, left)) when `x` is a static tensor.pad with zeros of the spatial
-    dimensions only (torch-mlir's form of Conv2d's padding), else None."""
+    dimensions only (torch-mlir's form of Conv2d's padding; H and W are dimensions 1 and 2 of an
+    NHWC tensor), else None."""
     pad = x.owner if isinstance(x, ir.OpResult) else None
     if pad is None or pad.name != "tensor.pad" or "static_low" not in pad.attributes:
         return None
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if len(low) != 4 or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+    spatial = (1, 2) if nhwc else (2, 3)
+    if len(low) != 4 or any(low[i] or high[i] for i in range(4) if i not in spatial) or min(low + high) < 0:
         return None
     body = [o.operation for o in pad.regions[0].blocks[0].operations]
     if len(body) != 1 or body[0].name != "tensor.yield":
@@ -170,12 +177,13 @@ def zero_padding(x: ir.Value):
     source = pad.operands[0]
     if not ir.RankedTensorType(source.type).has_static_shape:
         return None
-    return source, (low[2], low[3])
+    return source, (low[spatial[0]], low[spatial[1]])
 
 
-def conv_init_bias(init: ir.Value) -> tuple[str, ir.Value | None, ir.Operation | None] | None:
+def conv_init_bias(init: ir.Value, nhwc: bool = False) -> tuple[str, ir.Value | None, ir.Operation | None] | None:
     """What a convolution accumulates onto: ('zero', None, fill) for a zero fill, ('bias', the
-    [F] bias, broadcast) for torch-mlir's broadcast of a Conv2d bias, else None."""
+    [F] bias, broadcast) for torch-mlir's broadcast of a Conv2d bias (along dimension 1, or 3 of
+    an NHWC result), else None."""
     owner = init.owner if isinstance(init, ir.OpResult) else None
     if owner is None:
         return None
@@ -191,7 +199,7 @@ def conv_init_bias(init: ir.Value) -> tuple[str, ir.Value | None, ir.Operation |
     if owner.name == "linalg.broadcast":
         dims = list(ir.DenseI64ArrayAttr(owner.attributes["dimensions"]))
         src = owner.operands[0]
-        if dims == [0, 2, 3] and ir.RankedTensorType(src.type).rank == 1:
+        if dims == ([0, 1, 2] if nhwc else [0, 2, 3]) and ir.RankedTensorType(src.type).rank == 1:
             return "bias", src, owner
     return None
 
@@ -207,4 +215,5 @@ def generated_conv(op: ir.Operation, element_types: tuple[str, ...], name: str =
     if not all(isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape for t in types):
         return False
     tx, tw, to = (str(ir.RankedTensorType(t).element_type) for t in types)
-    return tx == tw and tx in element_types and to == "f32" and conv_init_bias(op.operands[2]) is not None
+    return tx == tw and tx in element_types and to == "f32" and \
+        conv_init_bias(op.operands[2], name == NHWC_CONV) is not None

@@ -467,6 +467,41 @@ def test_conv_template_is_the_convolution(stride, padding, dilation, split, bn, 
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
 
 
+@pytest.mark.parametrize("c,kh,stride,padding,dilation,split,nchw_input", [
+    (32, 3, 1, 1, 1, 1, False),     # runs of 16 channels a K step (BK divides C)
+    (32, 3, 2, 1, 2, 2, False),     # strided, dilated, K split in two
+    (32, 1, 1, 0, 1, 1, False),     # 1x1, stride 1: A is the input as it is (a plain GEMM)
+    (32, 1, 2, 0, 1, 1, False),     # 1x1, stride 2: gathered rows
+    (3, 7, 2, 3, 1, 1, False),      # the 3-channel stem: gathered elements
+    (3, 7, 2, 3, 1, 1, True),       # ... read straight from the NCHW input
+])
+def test_nhwc_conv_template_is_the_convolution(c, kh, stride, padding, dilation, split, nchw_input, tmp_path):
+    """The channels-last implicit GEMM (input [N, H, W, C], weight [F, KH, KW, C], result and
+    whole-tensor epilogue operand [N, OH, OW, F]) against torch's conv2d in float64, with a
+    per-channel and a whole-tensor epilogue operand, on sizes no tile divides (37 output
+    channels against 32 a tile, 2*6*5 pixels against 32)."""
+    torch.manual_seed(11)
+    n, h, w, f = 2, 11, 9, 37
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (w + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    x, weight, bias = torch.randn(n, c, h, w), torch.randn(f, c, kh, kh), torch.randn(f)
+    residual = torch.randn(n, oh, ow, f)
+    spec = GemmSpec(m=n * oh * ow, n=f, k=c * kh * kh, a="f32", b="f32", b_layout="nk", out="f32",
+                    precision="tf32x3", inputs=(Input("f32", "row"), Input("f32", "full")),
+                    ops=(("%0", "addf", ["acc", "in0"], "f32", None), ("%1", "addf", ["%0", "in1"], "f32", None),
+                         ("%2", "maximumf", ["%1", 0.0], "f32", None)), result="%2", nhwc=True, nchw_input=nchw_input,
+                    conv=(n, c, h, w, kh, kh, stride, stride, dilation, dilation, padding, padding, oh, ow),
+                    tile=(32, 32, 16, 4, 2) + _split_entries(split))
+    spec.check()
+    a = x if nchw_input else x.permute(0, 2, 3, 1)
+    got = _run_interpreted(spec, (a.contiguous(), weight.permute(0, 2, 3, 1).reshape(f, -1).contiguous(), bias,
+                                  residual), tmp_path)
+    conv = torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), stride=stride, padding=padding,
+                                      dilation=dilation)
+    want = torch.relu(conv.permute(0, 2, 3, 1) + residual.double())
+    assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+
 def _split_entries(split) -> tuple:
     """A test's split: 1 (none), S, or (S, 0, W): the first W tiles whole, the rest split S ways."""
     return split if isinstance(split, tuple) else ((split,) if split > 1 else ())

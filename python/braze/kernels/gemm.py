@@ -254,9 +254,11 @@ def source(spec: GemmSpec) -> str:
     if tma(spec):
         a_setup, a_load, b_desc, b_load = _tma_parts(spec)
         c_offs = f"batch_id * {spec.m * n} + rm[:, None] * {n} + rn[None, :]"
-    elif spec.conv:
+    elif spec.conv and spec.nhwc and not pointwise(spec):
+        a_setup, a_load, c_offs = _conv_nhwc_parts(spec)
+    elif spec.conv and not spec.nhwc:
         a_setup, a_load, c_offs = _conv_parts(spec)
-    else:
+    else:  # a matmul, or an NHWC 1x1 convolution of stride 1 without padding: A is [N*H*W, C] as it is
         a_setup = f"    a_ptrs = a_ptr + batch_id * {spec.m * k} + rm[:, None] * {k} + (k0 + rk)[None, :]"
         a_load = (f"        a = tl.load(a_ptrs, mask=(rm[:, None] < {m}) & (rk[None, :] < k_left), other=0.0)\n"
                   "        a_ptrs += BK")
@@ -592,6 +594,49 @@ def _conv_parts(spec: GemmSpec) -> tuple[str, str, str]:
     channel = f"(batch_id * {spec.n} + rn)" if spec.groups > 1 else "rn"
     offs = f"(rm // {ohw})[:, None] * {spec.n * spec.groups * ohw} + {channel}[None, :] * {ohw} + (rm % {ohw})[:, None]"
     return setup, load, offs
+
+
+def pointwise(spec: GemmSpec) -> bool:
+    """Whether an NHWC convolution is a plain GEMM: 1x1, stride 1, no padding, so that its
+    input [N, H, W, C] is A [N*H*W, C] as it is."""
+    n_, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = spec.conv
+    return spec.nhwc and not spec.nchw_input and (kh, kw, sh, sw, pt, pl, oh, ow) == (1, 1, 1, 1, 0, 0, h, w)
+
+
+def _conv_nhwc_parts(spec: GemmSpec) -> tuple[str, str, str]:
+    """Implicit GEMM for a 2-D NHWC convolution: rows are output pixels (n, oh, ow), columns
+    output channels, K runs over (kh, kw, c) as the weight [F, KH, KW, C] is laid out. Where BK
+    divides C, a K step is one filter tap and BK consecutive channels: each row of the A tile
+    is a contiguous run (16-byte vector loads, masked per row: zero outside the input, the
+    padding); else each element is gathered (the 3-channel stem), from an NCHW input where the
+    spec says so (nchw_input). The result is [M, F]."""
+    n_, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = spec.conv
+    ohw = oh * ow
+    setup = f"""    img = rm // {ohw}
+    pix = rm % {ohw}
+    h0 = (pix // {ow}) * {sh} - {pt}
+    w0 = (pix % {ow}) * {sw} - {pl}
+    a_base = img * {h * w * c}
+    in_m = rm < {spec.m}"""
+    bk = spec.tile[2] if spec.tile else 0
+    if bk and c % bk == 0 and c % 16 == 0 and not spec.nchw_input:
+        load = f"""        kb = k0 + kk * BK
+        tap = kb // {c}
+        hh = h0 + (tap // {kw}) * {dh}
+        ww = w0 + (tap % {kw}) * {dw}
+        inside = in_m & (hh >= 0) & (hh < {h}) & (ww >= 0) & (ww < {w}) & (kb < {spec.k})
+        row = tl.multiple_of(a_base + (hh * {w} + ww) * {c} + kb % {c}, 16)
+        a = tl.load(a_ptr + row[:, None] + rk[None, :], mask=inside[:, None], other=0.0)"""
+    else:
+        at = (f"(kidx % {c})[None, :] * {h * w} + hh * {w} + ww" if spec.nchw_input
+              else f"(hh * {w} + ww) * {c} + (kidx % {c})[None, :]")
+        load = f"""        kidx = k0 + kk * BK + rk
+        tap = kidx // {c}
+        hh = h0[:, None] + (tap // {kw})[None, :] * {dh}
+        ww = w0[:, None] + (tap % {kw})[None, :] * {dw}
+        inside = in_m[:, None] & (kidx[None, :] < {spec.k}) & (hh >= 0) & (hh < {h}) & (ww >= 0) & (ww < {w})
+        a = tl.load(a_ptr + a_base[:, None] + {at}, mask=inside, other=0.0)"""
+    return setup, load, f"rm[:, None] * {spec.n} + rn[None, :]"
 
 
 def _depthwise_source(spec: GemmSpec) -> str:

@@ -44,7 +44,7 @@ class _Spec:
 
     def to_json(self) -> str:
         d = asdict(self)
-        for flag in ("dynamic_m", "dynamic_batch"):
+        for flag in ("dynamic_m", "dynamic_batch", "nhwc", "nchw_input"):
             if not d.get(flag, True):
                 del d[flag]  # as specs were written before it: their kernel names and tuning signatures stay
         if d.get("group", 0) == 1:
@@ -127,6 +127,13 @@ class GemmSpec(_Spec):
     """With conv: a depthwise convolution (groups = C = F): the weight is [C, KH*KW], k = KH*KW,
     and each output channel reads its own input channel (no GEMM: FMAs in f32, no tensor cores,
     so float32 takes no precision)."""
+    nhwc: bool = False
+    """With conv: channels-last (fusion-channels-last). The input is [N, H, W, C], the weight
+    [F, KH*KW*C] (K over (kh, kw, c): a K step reads runs of channels), the result and 'full'
+    epilogue inputs [N, OH, OW, F], a GEMM's [M, N]. One group, not depthwise."""
+    nchw_input: bool = False
+    """With nhwc: the input is read as [N, C, H, W] (the model's own input into a first
+    convolution of few channels: the layout change folded into its gather)."""
     dynamic_m: bool = False
     """M is known per call only (a dynamic build's batch): the kernel takes it as a 32-bit
     argument and its grid follows it; `m` is then the M the tile was chosen for. A plain matmul
@@ -175,12 +182,18 @@ class GemmSpec(_Spec):
         elif (self.a == "f32") != bool(self.precision) or self.precision not in ("", "tf32", "tf32x3"):
             raise ValueError(f"precision {self.precision!r} does not fit {self.a} operands "
                              "(float32 takes 'tf32x3' or 'tf32', 16-bit types '')")
+        if self.nhwc and not self.conv:
+            raise ValueError("nhwc is a convolution's layout; a matmul has none")
+        if self.nchw_input and not self.nhwc:
+            raise ValueError("nchw_input is an NHWC convolution's reading of an NCHW input")
         if self.conv:
             if len(self.conv) != 14 or self.batch or self.b_layout != "nk":
                 raise ValueError(f"conv is 14 sizes of an NCHW convolution with a [F, K] weight, got {self.conv}")
             n, c, _, _, kh, kw, *_rest, oh, ow = self.conv
             if self.groups < 1 or c % self.groups or (self.groups > 1 and self.depthwise):
                 raise ValueError(f"{self.groups} groups do not divide {c} channels (or a depthwise one has groups)")
+            if self.nhwc and (self.groups > 1 or self.depthwise):
+                raise ValueError("an NHWC convolution has one group and is not depthwise")
             k = kh * kw if self.depthwise else c // self.groups * kh * kw
             if (self.m, self.k) != (n * oh * ow, k) or (self.depthwise and self.n != c):
                 raise ValueError(f"conv {self.conv} does not give m={self.m}, n={self.n}, k={self.k}")
@@ -231,6 +244,9 @@ class GemmSpec(_Spec):
                 return (f"conv {n}x{c}x{h}x{w} -> {self.n * self.groups} channels in {self.groups} groups, {kh}x{kw} "
                         f"stride {sh}x{sw}, {self.a}{how}->{self.out} (implicit GEMMs {self.groups}x{self.m}x{self.n}x"
                         f"{self.k}), epilogue [{epi}], tile {tile}")
+            if self.nhwc:
+                return (f"conv NHWC {n}x{h}x{w}x{c}{' (read from NCHW)' if self.nchw_input else ''} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->"
+                        f"{self.out} (implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
             return (f"conv {n}x{c}x{h}x{w} -> {self.n} channels, {kh}x{kw} stride {sh}x{sw}, {self.a}{how}->{self.out} "
                     f"(implicit GEMM {self.m}x{self.n}x{self.k}), epilogue [{epi}], tile {tile}")
         lead = f"{self.batch}x" if self.batch else ""

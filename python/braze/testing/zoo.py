@@ -290,6 +290,84 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+class Bottleneck(nn.Module):
+    """ResNet-50's block (torchvision's v1.5: the stride on the 3x3): 1x1 down to `width`, 3x3,
+    1x1 up to 4x `width`, each with BatchNorm; a strided or widening block's shortcut is a 1x1
+    convolution with BatchNorm."""
+
+    def __init__(self, cin: int, width: int, stride: int):
+        super().__init__()
+        cout = 4 * width
+        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + (x if self.down is None else self.down(x)))
+
+
+class ResNet50(nn.Module):
+    """A ResNet-50-class network (braze's own construction of torchvision's resnet50 layers and
+    shapes: 3, 4, 6 and 3 bottlenecks at widths 64 to 512, 25.6M parameters)."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        layers, cin = [], 64
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for i in range(blocks):
+                layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+                cin = 4 * width
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block as its reference code writes it: a 7x7 depthwise convolution, a permute
+    to channels-last, LayerNorm, Linear to 4x, GELU, Linear back, a per-channel layer scale, the
+    permute back and the residual."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.dwconv = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.gamma = nn.Parameter(torch.full((d,), 0.5))
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.gamma * self.fc2(F.gelu(self.fc1(self.norm(y))))
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtStage(nn.Module):
+    """A ConvNeXt-class stage (braze's own construction, ConvNeXt-T's second stage): a
+    LayerNorm over channels and a 2x2 stride-2 downsampling convolution, then `blocks` blocks."""
+
+    def __init__(self, cin: int, d: int, blocks: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(cin, eps=1e-6)
+        self.down = nn.Conv2d(cin, d, 2, 2)
+        self.blocks = nn.Sequential(*[ConvNeXtBlock(d) for _ in range(blocks)])
+
+    def forward(self, x):
+        x = self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.blocks(self.down(x))
+
+
 class RMSNorm(nn.Module):
     def __init__(self, d: int, eps: float = 1e-6):
         super().__init__()
@@ -624,6 +702,17 @@ def _base() -> list[Workload]:
             lambda p: BertLayer(), lambda p: [(p["b"], p["s"], 768)],
             {"cpu": {"b": 1, "s": 128}, "cuda": {"b": 8, "s": 128}},
         ),
+        # vision at the sizes people serve (issue 38): batch 8, and 16 and 64 with --batch-scale 2,8
+        Workload(
+            "resnet50", "ResNet-50-class network (bottlenecks 3/4/6/3), 224x224",
+            lambda p: ResNet50(), lambda p: [(p["b"], 3, p["hw"], p["hw"])],
+            {"cpu": {"b": 1, "hw": 112}, "cuda": {"b": 8, "hw": 224}}, tags=("vision",),
+        ),
+        Workload(
+            "convnext_stage", "ConvNeXt-T-class stage: LayerNorm, 2x2 downsample 96->192, 3 blocks at 28x28",
+            lambda p: ConvNeXtStage(96, 192, 3), lambda p: [(p["b"], 96, p["hw"], p["hw"])],
+            {"cpu": {"b": 1, "hw": 56}, "cuda": {"b": 8, "hw": 56}}, tags=("vision",),
+        ),
         # transformers at the sizes people serve (issue 37), attention written as their families write it
         Workload(
             "gqa_decoder", "decoder layer: RMSNorm, RoPE, GQA 32/4 heads via repeat_kv, causal, SwiGLU; 2k prefill",
@@ -645,7 +734,7 @@ def _base() -> list[Workload]:
 
 
 BF16 = ("elementwise_chain", "gelu_mlp", "layernorm_gelu", "transformer_encoder", "bert_layer", "gqa_decoder",
-        "vit_layer", "causal_lm_block")
+        "vit_layer", "causal_lm_block", "resnet18", "resnet50", "convnext_stage")
 """Workloads with a bfloat16 variant (on the GPU; the CPU suite keeps float32 by default)."""
 
 
@@ -662,13 +751,17 @@ def _all() -> dict[str, Workload]:
 
 WORKLOADS: dict[str, Workload] = _all()
 
-CPU_DEFAULT = [n for n, w in WORKLOADS.items() if w.dtype == "float32" and not {"test", "transformer"} & set(w.tags)] + [
+CPU_DEFAULT = [n for n, w in WORKLOADS.items()
+               if w.dtype == "float32" and not {"test", "transformer", "vision"} & set(w.tags)] + [
     "elementwise_chain_bf16"]
 """The CPU suite: every float32 workload plus one bfloat16 one (2-core CPUs take minutes)."""
-GPU_DEFAULT = [n for n, w in WORKLOADS.items() if not {"test", "transformer"} & set(w.tags)]
+GPU_DEFAULT = [n for n, w in WORKLOADS.items() if not {"test", "transformer", "vision"} & set(w.tags)]
 TRANSFORMERS = [n for n, w in WORKLOADS.items() if "transformer" in w.tags]
 """`--workloads transformers`: the production-size transformer layers (issue 37), apart from the
 default suites (each takes minutes to compile and to tune torch.compile's modes for)."""
+VISION = [n for n, w in WORKLOADS.items() if "vision" in w.tags or n.startswith("resnet18")]
+"""`--workloads vision`: the convolution networks at the sizes people serve (issue 38), float32
+and bfloat16; run with --batch-scale 1,2,8 for batch 8, 16 and 64."""
 QUICK = [n for n, w in WORKLOADS.items() if w.quick]
 
 
@@ -712,7 +805,7 @@ def select(names: list[str] | None, device: str, quick: bool = False, scales: tu
     at every batch scale."""
     if not names:
         names = default_names(device, quick)
-    names = [m for n in names for m in (TRANSFORMERS if n == "transformers" else [n])]
+    names = [m for n in names for m in {"transformers": TRANSFORMERS, "vision": VISION}.get(n, [n])]
     unknown = [n for n in names if not _known(n)]
     if unknown:
         raise _unknown(unknown)
