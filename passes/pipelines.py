@@ -113,9 +113,10 @@ class CudaPipeline(PassPipeline):
     rows: str = option("on", "Row programs (LayerNorm, RMSNorm, softmax: a reduction of the last dimension with the "
                              "elementwise work around it) as generated row kernels: on, off (IREE's dispatches)",
                        check=one_of("on", "off"))
-    channels_last: str = option("on", "Generated convolutions in NHWC (fusion-channels-last: one layout change at "
-                                      "the model's input, none between layers): on, off (NCHW kernels)",
-                                check=one_of("on", "off"))
+    channels_last: str = option("auto", "Generated convolutions in NHWC (fusion-channels-last: one layout change at "
+                                        "the model's input, none between layers): auto (in functions of 2 or more "
+                                        "convolutions), on (also a lone one), off (NCHW kernels)",
+                                check=one_of("auto", "on", "off"))
 
     def expand(self) -> str:
         target = f"target={self.target}"
@@ -129,7 +130,9 @@ class CudaPipeline(PassPipeline):
 
             leave = leave if available(self.target) is None else ""
         conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
-        layout = f"fusion-channels-last{{types={leave}}}," if leave and self.channels_last == "on" else ""
+        layout = ""
+        if leave and self.channels_last != "off":
+            layout = f"fusion-channels-last{{types={leave}{' min-convs=1' if self.channels_last == 'on' else ''}}},"
         return (f"{conv},fusion-default-pipeline,{layout}"
                 f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
                 f"{forced}{' rows=off' if self.rows == 'off' else ''}}},"

@@ -29,6 +29,7 @@ PAD_COPY = ("fusion-conv-to-matmul{target=sm_90 read-padding=false},fusion-defau
 NO_SPLIT = ("fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-pad-matmuls{target=sm_90},"
             "fusion-split-k{target=sm_90 split=1},fusion-configure-kernels{target=sm_90}")
 AGGRESSIVE = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]
+PAD_FUSION = ["--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"]
 SETS = {
     # bench/NOTES.md §22: IREE's aggressive dispatch fusion (a reduction and the elementwise
     # consumers of its broadcast result in one dispatch: a LayerNorm in one kernel, not two or three).
@@ -67,6 +68,12 @@ SETS = {
         (name, variant, {"pipeline": "fusion-cuda-pipeline{target=sm_90 channels-last=off}"} if variant == "nchw" else {})
         for name in ("resnet18", "resnet18_bf16", "resnet50", "resnet50_bf16", "resnet50_bf16@8x")
         for variant in ("nchw", "nhwc")
+    ],
+    # §49: the max pool's -inf pad fused into the pool's dispatch by IREE (no pad copy).
+    "layout-pad": [
+        (name, variant, {"iree_flags": PAD_FUSION} if variant == "nhwc-padfuse" else {})
+        for name in ("resnet18_bf16", "resnet50_bf16")
+        for variant in ("nhwc", "nhwc-padfuse")
     ],
     "splitk": [
         (name, variant, {"pipeline": NO_SPLIT} if variant == "no-split" else {})

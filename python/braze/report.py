@@ -95,7 +95,8 @@ class Report:
             rows.append(("CUDA launch plan", self.launch_plan))
         if self.cpu_codegen:
             rows.append(("CPU contractions", self.cpu_codegen))
-        for key, label in (("transient_storage", "transient storage"), ("float64", "float64")):
+        for key, label in (("transient_storage", "transient storage"), ("float64", "float64"),
+                           ("pad_fusion", "IREE pad fusion")):
             if isinstance(self.extra.get(key), str):
                 rows.append((label, self.extra[key]))
         if self.kernel_configs:

@@ -1,5 +1,6 @@
 // RUN: braze-opt %s --split-input-file -p fusion-channels-last | FileCheck %s
 // RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{types=bf16}' | FileCheck %s --check-prefix=BF16
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{min-convs=3}' | FileCheck %s --check-prefix=BF16
 
 // A stem (padded conv, a per-channel scale, ReLU), a -inf pad and max pool, a 1x1 conv whose
 // result adds the pool's output, then the average pool's reduction: every conv and the pool
@@ -24,6 +25,7 @@
 //   CHECK-NOT:   linalg.transpose
 //   CHECK-NOT:   nchw
 //       CHECK:   return %[[SUM]]
+// BF16 (and min-convs=3: a function of two convolutions is left as it is):
 // BF16-LABEL: func.func @net
 //   BF16-NOT:   linalg.transpose
 //       BF16:   linalg.conv_2d_nchw_fchw

@@ -334,6 +334,15 @@ def iree_input(lowered: "Lowered", iree_flags=(), output_storage: bool | None = 
                               float64=lowered.float64, aggressive_fusion=lowered.aggressive_fusion)
 
 
+def _pooled_pads(module_op) -> int:
+    """How many pooling ops read a tensor.pad (IREE makes each such pad a copy dispatch of its own
+    unless told to fuse it: backend.PAD_FUSION_FLAG)."""
+    from braze.irutil import all_ops
+
+    pools = [op for op in all_ops(module_op) if op.name.startswith("linalg.pooling_")]
+    return sum(1 for op in pools if getattr(op.operands[0].owner, "name", "") == "tensor.pad")
+
+
 def _without_channels_last(flags: list[str], report, error: Exception) -> list[str] | None:
     """`flags` without braze's channels-last preprocessing, after IREE failed with it (IREE 3.13's
     conversion produced invalid IR for the weight gradient of a 320 -> 4 channel convolution's
@@ -484,6 +493,11 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         if channels_last is not None:
             iree_flags = iree_flags + (CHANNELS_LAST_FLAG,)
             report.cpu_codegen += f"; convolutions channels-last: {channels_last}"
+    if tgt.device == "cuda" and fusion and _pooled_pads(module_op):
+        from braze.compiler.backend import PAD_FUSION_FLAG
+
+        iree_flags = (PAD_FUSION_FLAG,)
+        report.extra["pad_fusion"] = f"{_pooled_pads(module_op)} pooling pads in the pool's dispatch ({PAD_FUSION_FLAG})"
     if failing:
         from braze.errors import UnsupportedOpError
         from braze.irutil import short_location

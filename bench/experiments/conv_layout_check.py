@@ -1,0 +1,101 @@
+"""Convolution layers in NHWC and NCHW kernels against eager in float64, layer by layer on a GPU.
+
+    python bench/experiments/conv_layout_check.py build DIR     # here: DIR/CASE.{nhwc,nchw}.braze
+    python bench/experiments/conv_layout_check.py run DIR       # GPU host
+
+Each case is a small model (ResNet's stem, its max pool, a 3x3 convolution with BatchNorm and
+ReLU, both block kinds) in bfloat16 at ResNet's batch-8 sizes; `run` prints each variant's largest
+error against the model evaluated in float64 beside eager's own, so a layer whose kernel is
+wrong stands out where a whole network's output only shows a larger error.
+"""
+
+import copy
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def _cases():
+    from braze.testing.zoo import BasicBlock, Bottleneck
+
+    class Stem(torch.nn.Module):
+        def __init__(self, pool):
+            super().__init__()
+            self.conv, self.bn, self.pool = torch.nn.Conv2d(3, 64, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(64), pool
+
+        def forward(self, x):
+            x = F.relu(self.bn(self.conv(x)))
+            return torch.nn.functional.max_pool2d(x, 3, 2, 1) if self.pool else x
+
+    class ConvBnRelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(64, 64, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(64)
+
+        def forward(self, x):
+            return F.relu(self.bn(self.conv(x)))
+
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            return torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+
+    return {
+        "stem": (lambda: Stem(False), (8, 3, 224, 224)),
+        "stem_pool": (lambda: Stem(True), (8, 3, 224, 224)),
+        "conv3x3": (ConvBnRelu, (8, 64, 56, 56)),
+        "basic": (lambda: BasicBlock(64, 64, 1), (8, 64, 56, 56)),
+        "basic_down": (lambda: BasicBlock(64, 128, 2), (8, 64, 56, 56)),
+        "bottleneck": (lambda: Bottleneck(256, 64, 1), (8, 256, 56, 56)),
+        "avgpool": (Pool, (8, 512, 7, 7)),
+    }
+
+
+def _build_case(make, shape):
+    torch.manual_seed(0)
+    model = make().eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    return model.bfloat16(), x.bfloat16()
+
+
+def build(out: str) -> None:
+    import braze
+
+    os.makedirs(out, exist_ok=True)
+    for name, (make, shape) in _cases().items():
+        model, x = _build_case(make, shape)
+        for variant, layout in (("nhwc", "on"), ("nchw", "off")):  # on: a lone convolution too
+            m = braze.compile(model, x, device="cuda", target="sm_90", cache=False,
+                              pipeline=f"fusion-cuda-pipeline{{target=sm_90 channels-last={layout}}}")
+            m.save(os.path.join(out, f"{name}.{variant}.braze"), overwrite=True)
+            print(f"{name:12s} {variant}: {m.report.dispatch_count} dispatches", flush=True)
+
+
+def run(out: str) -> None:
+    import braze
+
+    print(f"{'case':12s} {'eager':>10s} {'nhwc':>10s} {'nchw':>10s} {'nhwc/iree':>10s}   (largest error against float64;"
+          " nhwc/iree: the NHWC artifact through iree.runtime instead of braze's launcher)")
+    for name, (make, shape) in _cases().items():
+        model, x = _build_case(make, shape)
+        with torch.no_grad():
+            exact = copy.deepcopy(model).double()(x.double())
+            model, xc = model.cuda(), x.cuda()
+            errs = [float((model(xc).double().cpu() - exact).abs().max())]
+            for variant, runtime in (("nhwc", None), ("nchw", None), ("nhwc", "iree")):
+                kw = {"runtime": runtime} if runtime else {}
+                m = braze.load(os.path.join(out, f"{name}.{variant}.braze"), device="cuda", **kw)
+                errs.append(float((m(xc).double().cpu() - exact).abs().max()))
+        print(f"{name:12s} " + " ".join(f"{e:10.2e}" for e in errs), flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run"):
+        sys.exit(__doc__)
+    build(sys.argv[2]) if sys.argv[1] == "build" else run(sys.argv[2])
