@@ -30,6 +30,8 @@ NO_SPLIT = ("fusion-conv-to-matmul{target=sm_90},fusion-default-pipeline,fusion-
             "fusion-split-k{target=sm_90 split=1},fusion-configure-kernels{target=sm_90}")
 AGGRESSIVE = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]
 PAD_FUSION = ["--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"]
+NO_PAD_FUSION = [PAD_FUSION[0] + "=false"]  # braze passes the flag itself where a pool reads a pad: a later flag wins
+NHWC = "fusion-cuda-pipeline{target=sm_90 channels-last=auto}"
 SETS = {
     # bench/NOTES.md §22: IREE's aggressive dispatch fusion (a reduction and the elementwise
     # consumers of its broadcast result in one dispatch: a LayerNorm in one kernel, not two or three).
@@ -65,13 +67,13 @@ SETS = {
     # bench/NOTES.md §14: split-K (fusion-split-k) on and off.
     # bench/NOTES.md §49: convolutions in NHWC (fusion-channels-last) against NCHW kernels.
     "layout": [
-        (name, variant, {"pipeline": "fusion-cuda-pipeline{target=sm_90 channels-last=off}"} if variant == "nchw" else {})
+        (name, variant, {"pipeline": f"fusion-cuda-pipeline{{target=sm_90 channels-last={'off' if variant == 'nchw' else 'auto'}}}"})
         for name in ("resnet18", "resnet18_bf16", "resnet50", "resnet50_bf16", "resnet50_bf16@8x")
         for variant in ("nchw", "nhwc")
     ],
     # §49: the max pool's -inf pad fused into the pool's dispatch by IREE (no pad copy).
     "layout-pad": [
-        (name, variant, {"iree_flags": PAD_FUSION} if variant == "nhwc-padfuse" else {})
+        (name, variant, {"pipeline": NHWC, "iree_flags": PAD_FUSION if variant == "nhwc-padfuse" else NO_PAD_FUSION})
         for name in ("resnet18_bf16", "resnet50_bf16")
         for variant in ("nhwc", "nhwc-padfuse")
     ],

@@ -38,7 +38,7 @@
 // REASSOC: braze-opt: error: option 'reassociate' of 'fusion-cpu-pipeline' is auto, on or off, got 'always'
 // PIXELS: braze-opt: error: option 'direct-pixels' of 'fusion-cpu-pipeline' must be at least 0, got -784
 // CHOICE: braze-opt: error: option 'conv-fp32' of 'fusion-generate-kernels' is tf32, tf32x3, off or im2col, got 'fast'
-// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: conv-fp32, fp32, kernel-tiles, kernels, rows, target, tuning-cache)
+// PIPEOPTION: braze-opt: error: 'fusion-cuda-pipeline' has no option 'nosuch' (its options: channels-last, conv-fp32, fp32, kernel-tiles, kernels, rows, target, tuning-cache)
 // Printing after a pass that does not exist is an error, as in mlir-opt.
 // PRINTAFTER: braze-opt: error: --mlir-print-ir-after=nosuchpass: no pass is called 'nosuchpass'
 // A usage error exits 2 (argparse); a bad input exits 1.

@@ -3,6 +3,9 @@
 // --list-passes names braze's passes with their typed options, its pipelines with what they
 // expand to, and says upstream passes are accepted too.
 // CHECK: braze passes
+// CHECK: fusion-channels-last - {{.+}}
+// CHECK-NEXT: types=<str> (default: 'f32,bf16,f16') {{.+}}
+// CHECK-NEXT: min-convs=<int> (default: 2) {{.+}}
 // CHECK: fusion-configure-kernels - {{.+}}
 // CHECK: target=<str> (default: '') {{.+}}
 // CHECK: fusion-cpu-codegen - {{.+}}
@@ -36,6 +39,7 @@
 // CHECK-NEXT: conv-fp32=<str> (default: 'tf32') {{.+}}
 // CHECK-NEXT: kernel-tiles=<str> (default: '') {{.+}}
 // CHECK-NEXT: rows=<str> (default: 'on') {{.+}}
+// CHECK-NEXT: channels-last=<str> (default: 'off') {{.+}}
 // CHECK-NEXT: = fusion-conv-to-matmul{target=sm_90{{( leave=f32,bf16,f16)?}}},fusion-default-pipeline,fusion-generate-kernels{target=sm_90 mode=auto fp32=tf32x3 conv-fp32=tf32},fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}
 // CHECK: fusion-default-pipeline - {{.+}}
 // CHECK: fusion-vulkan-pipeline - {{.+}}
