@@ -50,10 +50,12 @@ def test_every_zoo_plan_is_ireees_program(compiled, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if "vision" not in w.tags])
 def test_every_bench_plan_is_ireees_program(name):
     """braze bench's CUDA workloads at their benchmark sizes (ResNet-18, BERT and encoder layers,
-    bf16 variants): ~2 min of compiling in all, the replays 0.4 s at most."""
+    bf16 variants): ~2 min of compiling in all, the replays 0.4 s at most. The vision workloads
+    (ResNet-50, the ConvNeXt stage: issue 38's, built by hand for their GPU runs) are left out to
+    keep CI inside its time; ResNet-18 in float32 and bf16 covers their convolution plans."""
     model, args = WORKLOADS[name].build("cuda")
     module = braze.compile(model, *args, device="cuda", target="sm_90")
     assert module.plan is not None, module.report.launch_plan
