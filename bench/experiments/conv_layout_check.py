@@ -2,6 +2,9 @@
 
     python bench/experiments/conv_layout_check.py build DIR     # here: DIR/CASE.{nhwc,nchw}.braze
     python bench/experiments/conv_layout_check.py run DIR       # GPU host
+    python bench/experiments/conv_layout_check.py network WORKLOAD ARTIFACT...   # GPU host: whole
+        networks (e.g. resnet18_bf16 built with fusion-channels-last{pools=false} or {fold=false}),
+        each through braze's launcher and iree.runtime, beside eager
 
 Each case is a small model (ResNet's stem, its max pool, a 3x3 convolution with BatchNorm and
 ReLU, both block kinds) in bfloat16 at ResNet's batch-8 sizes; `run` prints each variant's largest
@@ -99,7 +102,26 @@ def run(out: str) -> None:
         print(f"{name:12s} " + " ".join(f"{e:10.2e}" for e in errs), flush=True)
 
 
+def network(name: str, paths: list[str]) -> None:
+    import braze
+    from braze.testing.zoo import workload
+
+    model, args = workload(name).build("cuda")
+    with torch.no_grad():
+        exact = copy.deepcopy(model).double()(*[a.double() for a in args])
+        model, args = model.cuda(), [a.cuda() for a in args]
+        print(f"{name} eager: {float((model(*args).double().cpu() - exact).abs().max()):.2e} (against float64)")
+        for path in paths:
+            for runtime in (None, "iree"):
+                m = braze.load(path, device="cuda", **({"runtime": runtime} if runtime else {}))
+                err = float((m(*args).double().cpu() - exact).abs().max())
+                print(f"{path} ({runtime or 'launcher'}): {err:.2e}", flush=True)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "network"):
         sys.exit(__doc__)
-    build(sys.argv[2]) if sys.argv[1] == "build" else run(sys.argv[2])
+    if sys.argv[1] == "network":
+        network(sys.argv[2], sys.argv[3:])
+    else:
+        build(sys.argv[2]) if sys.argv[1] == "build" else run(sys.argv[2])

@@ -69,6 +69,10 @@ class ChannelsLastPass(ModulePass):
     min_convs: int = option(2, "Convert a function only where it has at least this many such convolutions: "
                                "a lone one would pay a layout copy of its input and of its output for it",
                             minimum=1)
+    pools: bool = option(True, "Max and sum pooling of an NHWC input become NHWC (false: they stay NCHW, "
+                               "transposes around them)")
+    fold: bool = option(True, "Other generics (reductions) read an NHWC input through a permuted map (false: "
+                              "they read it transposed back to NCHW)")
 
     def run(self, module: ir.Operation) -> None:
         types = tuple(t for t in self.types.split(",") if t)
@@ -79,7 +83,7 @@ class ChannelsLastPass(ModulePass):
                      if op.operation.name == CONV and generated_conv(op.operation, types)]
             if len(convs) >= self.min_convs:
                 with f.location:
-                    _Layout(f, types, self.name).run()
+                    _Layout(f, types, self.name, self.pools, self.fold).run()
 
 
 def _map_texts(op: ir.Operation) -> list[str]:
@@ -113,8 +117,9 @@ class _Layout:
     """One function's walk: `nhwc` maps a value to its NHWC twin (by op_id of the value's
     transpose or producer: Values are not hashable across Python wrappers)."""
 
-    def __init__(self, f: ir.Operation, types: tuple[str, ...], pass_name: str):
-        self.f, self.types, self.pass_name = f, types, pass_name
+    def __init__(self, f: ir.Operation, types: tuple[str, ...], pass_name: str, pools: bool = True,
+                 fold: bool = True):
+        self.f, self.types, self.pass_name, self.pools, self.fold = f, types, pass_name, pools, fold
         self.nhwc: dict = {}
 
     # -- values ------------------------------------------------------------------------------
@@ -190,7 +195,7 @@ class _Layout:
                 if decide(self.pass_name, f"{op.name} {' x '.join(str(v.type) for v in list(op.operands)[:2])} "
                                           f"in NHWC at {short_location(str(op.location))}"):
                     self.conv(op)
-            elif op.name in POOLS and all(_rank4(v) for v in op.operands[:1]) and self.reaches(op.operands[0]):
+            elif op.name in POOLS and self.pools and all(_rank4(v) for v in op.operands[:1]) and self.reaches(op.operands[0]):
                 self.pool(op)
             elif op.name == "linalg.generic":
                 self.generic(op)
@@ -232,6 +237,8 @@ class _Layout:
         elementwise = (n_loops == 4 and "reduction" not in str(op.attributes["iterator_types"])
                        and all(_rank4(op.operands[i]) and _results(maps[i]) == IDENTITY4 for i in outs)
                        and not all_ops(op, "linalg.index"))
+        if not elementwise and not self.fold:
+            return
         if not elementwise:  # read the NHWC twins through permuted maps; the results stay as they are
             for i in ins:
                 r = _results(maps[i])
