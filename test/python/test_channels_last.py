@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import braze
 from braze.compiler import lower
+from braze.compiler.backend import PAD_FUSION_FLAG
 from braze.irutil import all_ops
 from braze.testing.zoo import BasicBlock, Bottleneck
 
@@ -91,10 +92,13 @@ def test_cuda_lowering_is_nhwc_with_no_layout_copy(dtype):
             src = t.operands[0].owner
             assert getattr(src, "name", "") == "arith.constant", f"a layout copy of a computed value is left: {t}"
         assert not all_ops(module, ("linalg.conv_2d_nchw_fchw", "linalg.pooling_nchw_max"))
+    # the NHWC max pool's -inf pad joins the pool's dispatch (IREE's pad fusion), and the report says so
+    assert PAD_FUSION_FLAG in lowered.iree_flags and "1 pooling pads" in lowered.report.extra["pad_fusion"]
     off = lower(model, x, y, device="cuda", target="sm_90",
                 pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=off}")
     with off.context:
         assert not any(s.nhwc for s in _kernel_specs(off.module.operation))
+    assert PAD_FUSION_FLAG not in off.iree_flags  # measured with NHWC builds only
     default = lower(model, x, y, device="cuda", target="sm_90")  # off by default (bench/NOTES.md §49)
     with default.context:
         assert not any(s.nhwc for s in _kernel_specs(default.module.operation))

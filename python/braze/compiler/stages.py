@@ -335,11 +335,12 @@ def iree_input(lowered: "Lowered", iree_flags=(), output_storage: bool | None = 
 
 
 def _pooled_pads(module_op) -> int:
-    """How many pooling ops read a tensor.pad (IREE makes each such pad a copy dispatch of its own
-    unless told to fuse it: backend.PAD_FUSION_FLAG)."""
+    """How many NHWC pooling ops (fusion-channels-last's) read a tensor.pad (IREE makes each such
+    pad a copy dispatch of its own unless told to fuse it: backend.PAD_FUSION_FLAG). Measured on
+    the GPU only with NHWC builds (bench/NOTES.md §49), so NCHW pools keep IREE's default."""
     from braze.irutil import all_ops
 
-    pools = [op for op in all_ops(module_op) if op.name.startswith("linalg.pooling_")]
+    pools = [op for op in all_ops(module_op) if op.name.startswith("linalg.pooling_nhwc")]
     return sum(1 for op in pools if getattr(op.operands[0].owner, "name", "") == "tensor.pad")
 
 
