@@ -44,7 +44,7 @@ from braze.irutil import all_ops, op_id, short_location
 
 from ..registry import ModulePass, decide, option, register
 from ..template import inline_template, replace_with_template
-from .matchers import conv_ints, float_literal, generated_conv, owner
+from .matchers import conv_ints, float_literal, generated_conv, map_results, owner
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
@@ -88,10 +88,6 @@ class ChannelsLastPass(ModulePass):
 
 def _map_texts(op: ir.Operation) -> list[str]:
     return [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _results(map_text: str) -> list[str]:
-    return [r.strip() for r in map_text.split("->", 1)[1].strip().rstrip(">").strip()[1:-1].split(",") if r.strip()]
 
 
 def _map(dims: int, results: list[str]) -> str:
@@ -205,26 +201,24 @@ class _Layout:
 
     def conv(self, op: ir.Operation) -> None:
         x, w, init = op.operands
-        xt, it = self.as_nhwc(x, op), self.as_nhwc(init, op)
-        wt = transpose(w, TO_NHWC, op)
-        strides, dilations = conv_ints(op, "strides"), conv_ints(op, "dilations")
-        text = (f"func.func @f(%x: {xt.type}, %w: {wt.type}, %i: {it.type}) -> {it.type} {{\n"
-                f"  %c = linalg.conv_2d_nhwc_fhwc {{dilations = dense<{dilations}> : vector<2xi64>, "
-                f"strides = dense<{strides}> : vector<2xi64>}} ins(%x, %w : {xt.type}, {wt.type}) "
-                f"outs(%i : {it.type}) -> {it.type}\n"
-                f"  return %c : {it.type}\n}}")
-        self.replaced(op, [inline_template(text, [xt, wt, it], op)])
+        self._named(op, "linalg.conv_2d_nhwc_fhwc", self.as_nhwc(x, op), transpose(w, TO_NHWC, op))
 
     def pool(self, op: ir.Operation) -> None:
-        x, window, init = op.operands
-        xt, it = self.as_nhwc(x, op), self.as_nhwc(init, op)
+        x, window, _ = op.operands
+        self._named(op, POOLS[op.name], self.as_nhwc(x, op), window)
+
+    def _named(self, op: ir.Operation, name: str, x: ir.Value, second: ir.Value) -> None:
+        """Replace the convolution or pooling `op` by the NHWC op `name` of the same strides and
+        dilations over `x` and `second` (the transposed weight, or the window), into `op`'s init
+        made NHWC."""
+        init = self.as_nhwc(op.operands[2], op)
         strides, dilations = conv_ints(op, "strides"), conv_ints(op, "dilations")
-        text = (f"func.func @f(%x: {xt.type}, %k: {window.type}, %i: {it.type}) -> {it.type} {{\n"
-                f"  %c = {POOLS[op.name]} {{dilations = dense<{dilations}> : vector<2xi64>, "
-                f"strides = dense<{strides}> : vector<2xi64>}} ins(%x, %k : {xt.type}, {window.type}) "
-                f"outs(%i : {it.type}) -> {it.type}\n"
-                f"  return %c : {it.type}\n}}")
-        self.replaced(op, [inline_template(text, [xt, window, it], op)])
+        text = (f"func.func @f(%x: {x.type}, %w: {second.type}, %i: {init.type}) -> {init.type} {{\n"
+                f"  %c = {name} {{dilations = dense<{dilations}> : vector<2xi64>, "
+                f"strides = dense<{strides}> : vector<2xi64>}} ins(%x, %w : {x.type}, {second.type}) "
+                f"outs(%i : {init.type}) -> {init.type}\n"
+                f"  return %c : {init.type}\n}}")
+        self.replaced(op, [inline_template(text, [x, second, init], op)])
 
     def generic(self, op: ir.Operation) -> None:
         n_in = _inputs(op)
@@ -235,13 +229,13 @@ class _Layout:
         n_loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
         outs = list(range(n_in, len(op.operands)))
         elementwise = (n_loops == 4 and "reduction" not in str(op.attributes["iterator_types"])
-                       and all(_rank4(op.operands[i]) and _results(maps[i]) == IDENTITY4 for i in outs)
+                       and all(_rank4(op.operands[i]) and map_results(maps[i]) == IDENTITY4 for i in outs)
                        and not all_ops(op, "linalg.index"))
         if not elementwise and not self.fold:
             return
         if not elementwise:  # read the NHWC twins through permuted maps; the results stay as they are
             for i in ins:
-                r = _results(maps[i])
+                r = map_results(maps[i])
                 maps[i] = _map(n_loops, [r[p] for p in TO_NHWC])
                 op.operands[i] = self.twin(op.operands[i])
             op.attributes["indexing_maps"] = ir.Attribute.parse(f"[{', '.join(maps)}]")
@@ -250,7 +244,7 @@ class _Layout:
         made = op.clone(ir.InsertionPoint(op))
         new_maps = []
         for i, m in enumerate(maps):
-            if i in ins and _results(m) == IDENTITY4:
+            if i in ins and map_results(m) == IDENTITY4:
                 made.operands[i] = self.twin(op.operands[i])
                 new_maps.append(_map(4, IDENTITY4))
             elif i in outs:
@@ -258,7 +252,7 @@ class _Layout:
                 new_maps.append(_map(4, IDENTITY4))
             else:
                 new_maps.append(_map(4, [re.sub(r"\bd[0-3]\b", lambda d: _RENAME[d.group(0)], r)
-                                         for r in _results(m)]))
+                                         for r in map_results(m)]))
         made.attributes["indexing_maps"] = ir.Attribute.parse(f"[{', '.join(new_maps)}]")
         for r in made.results:
             r.set_type(_permuted(r.type, TO_NHWC))

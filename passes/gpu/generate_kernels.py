@@ -44,6 +44,8 @@ the report says which (`tile_from`).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from braze._mlir import ir
@@ -337,15 +339,20 @@ def _access(map_text: str, rank: int) -> str | None:
     return None
 
 
-def _conv_access(map_text: str, rank: int) -> str | None:
-    """How a generic reads an operand over a convolution's [N, F, OH, OW] result: whole (NCHW),
-    per output channel (a [F] or [F, 1, 1] vector), or as a scalar."""
+CHANNEL_READS = {False: (["d1"], ["d1", "0", "0"]), True: (["d3"], ["d3", "0", "0"], ["0", "0", "0", "d3"])}
+"""The maps through which a generic reads a per-output-channel vector ([F] or [F, 1, 1]) over a
+convolution's NCHW result (channel loop d1) or an NHWC one (fusion-channels-last's: d3)."""
+
+
+def _conv_access(map_text: str, rank: int, nhwc: bool = False) -> str | None:
+    """How a generic reads an operand over a convolution's [N, F, OH, OW] result, or an NHWC
+    [N, OH, OW, F] one (a GEMM's [M, N]): whole, per output channel, or as a scalar."""
     dims = _map_results(map_text)
     if rank != 4:
         return None
     if dims == ["d0", "d1", "d2", "d3"]:
         return "full"
-    if dims in (["d1"], ["d1", "0", "0"]):
+    if dims in CHANNEL_READS[nhwc]:
         return "row"
     if not dims:
         return "scalar"
@@ -356,22 +363,6 @@ NCHW_INPUT_CHANNELS = 16
 """An NHWC convolution of fewer input channels (a network's 3-channel stem) reads its input as
 NCHW where that is a transpose of an NCHW tensor (the model's input): its template gathers such
 an input element by element in either layout, so the transpose's copy goes away."""
-
-
-def _conv_nhwc_access(map_text: str, rank: int) -> str | None:
-    """How a generic reads an operand over an NHWC convolution's [N, OH, OW, F] result (a GEMM's
-    [M, N]): whole, per output channel (fusion-channels-last's (d3) or (d3, 0, 0) of a [F] or
-    [F, 1, 1] vector), or as a scalar."""
-    dims = _map_results(map_text)
-    if rank != 4:
-        return None
-    if dims == ["d0", "d1", "d2", "d3"]:
-        return "full"
-    if dims in (["d3"], ["d3", "0", "0"], ["0", "0", "0", "d3"]):
-        return "row"
-    if not dims:
-        return "scalar"
-    return None
 
 
 def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
@@ -434,7 +425,8 @@ def _match_conv(op: ir.Operation, fp32: str) -> tuple[GemmSpec, _Plan] | str:
         cur = collapse.results[0]
         names[cur] = names[op.results[0]]
     while True:
-        steps = _absorb(cur, names, args, inputs, ops_text, False, widened, _conv_nhwc_access if nhwc else _conv_access)
+        steps = _absorb(cur, names, args, inputs, ops_text, False, widened,
+                       functools.partial(_conv_access, nhwc=nhwc))
         if isinstance(steps, str):
             ended = steps
             break

@@ -494,11 +494,12 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
         if channels_last is not None:
             iree_flags = iree_flags + (CHANNELS_LAST_FLAG,)
             report.cpu_codegen += f"; convolutions channels-last: {channels_last}"
-    if tgt.device == "cuda" and fusion and _pooled_pads(module_op):
+    pooled_pads = _pooled_pads(module_op) if tgt.device == "cuda" and fusion else 0
+    if pooled_pads:
         from braze.compiler.backend import PAD_FUSION_FLAG
 
         iree_flags = (PAD_FUSION_FLAG,)
-        report.extra["pad_fusion"] = f"{_pooled_pads(module_op)} pooling pads in the pool's dispatch ({PAD_FUSION_FLAG})"
+        report.extra["pad_fusion"] = f"{pooled_pads} pooling pads in the pool's dispatch ({PAD_FUSION_FLAG})"
     if failing:
         from braze.errors import UnsupportedOpError
         from braze.irutil import short_location
