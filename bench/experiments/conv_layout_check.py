@@ -2,6 +2,10 @@
 
     python bench/experiments/conv_layout_check.py build DIR     # here: DIR/CASE.{nhwc,nchw}.braze
     python bench/experiments/conv_layout_check.py run DIR       # GPU host
+    python bench/experiments/conv_layout_check.py specs WORKLOAD   # here: each distinct NHWC conv spec of
+        the workload (batch 1, no epilogue, f32 out) under Triton's interpreter against conv2d in float64
+    python bench/experiments/conv_layout_check.py cpu WORKLOAD     # here: the NHWC IR on llvm-cpu (the
+        pass alone, and the whole CUDA pipeline's IR) against float64, beside eager and NCHW
     python bench/experiments/conv_layout_check.py network WORKLOAD ARTIFACT...   # GPU host: whole
         networks (e.g. resnet18_bf16 built with fusion-channels-last{pools=false} or {fold=false}),
         each through braze's launcher and iree.runtime, beside eager
@@ -118,7 +122,68 @@ def network(name: str, paths: list[str]) -> None:
                 print(f"{path} ({runtime or 'launcher'}): {err:.2e}", flush=True)
 
 
+def specs(name: str) -> None:
+    import dataclasses
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from braze._mlir import ir
+    from braze.compiler import lower
+    from braze.irutil import all_ops
+    from braze.kernels.spec import ATTR, read_spec
+    from braze.testing.zoo import workload
+
+    helper = Path(__file__).resolve().parents[2] / "test" / "python" / "helpers" / "interpret_kernel.py"
+    model, args = workload(name).build("cuda")
+    lowered = lower(model, *args, device="cuda", target="sm_90",
+                    pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=auto}")
+    with lowered.context:
+        found = [read_spec(ir.StringAttr(f.attributes[ATTR]).value)
+                 for f in all_ops(lowered.module.operation, "func.func") if ATTR in f.attributes]
+    seen = set()
+    for spec in (s for s in found if s.nhwc):
+        n, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = spec.conv
+        one = dataclasses.replace(spec, inputs=(), ops=(), result="acc", out="f32", m=oh * ow,
+                                  conv=(1,) + spec.conv[1:])
+        if one.key() in seen:
+            continue
+        seen.add(one.key())
+        torch.manual_seed(0)
+        dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[spec.a])
+        x, weight = torch.randn(1, c, h, w).to(dt), torch.randn(spec.n, c, kh, kw).to(dt)
+        with tempfile.TemporaryDirectory() as d:
+            open(f"{d}/spec.json", "w").write(one.to_json())
+            torch.save([(x if spec.nchw_input else x.permute(0, 2, 3, 1)).contiguous(),
+                        weight.permute(0, 2, 3, 1).reshape(spec.n, -1).contiguous()], f"{d}/in.pt")
+            subprocess.run([sys.executable, str(helper), f"{d}/spec.json", f"{d}/in.pt", f"{d}/out.pt"], check=True)
+            got = torch.load(f"{d}/out.pt").double().reshape(1, oh, ow, spec.n)
+        want = F.conv2d(x.double(), weight.double(), stride=(sh, sw), padding=(pt, pl),
+                        dilation=(dh, dw)).permute(0, 2, 3, 1)
+        print(f"{one.describe()}: error {float((got - want).abs().max()):.2e} of values up to "
+              f"{float(want.abs().max()):.1f}", flush=True)
+
+
+def cpu(name: str) -> None:
+    import braze
+    from braze.testing.zoo import workload
+
+    model, args = workload(name).build("cpu")
+    args = [a[:2] for a in args]
+    with torch.no_grad():
+        exact = copy.deepcopy(model).double()(*[a.double() for a in args])
+        print(f"eager: {float((model(*args).double() - exact).abs().max()):.2e} (against float64)")
+    base = "fusion-conv-to-matmul{target=sm_90 leave=f32,bf16,f16},fusion-default-pipeline"
+    for label, pipeline in (("pass alone, NCHW", base), ("pass alone, NHWC", base + ",fusion-channels-last"),
+                            ("CUDA pipeline, NCHW", "fusion-cuda-pipeline{target=sm_90 channels-last=off}"),
+                            ("CUDA pipeline, NHWC", "fusion-cuda-pipeline{target=sm_90 channels-last=auto}")):
+        m = braze.compile(model, *args, pipeline=pipeline, cache=False)
+        print(f"{label} on llvm-cpu: {float((m(*args).double() - exact).abs().max()):.2e}", flush=True)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] in ("specs", "cpu"):
+        sys.exit(specs(sys.argv[2]) if sys.argv[1] == "specs" else cpu(sys.argv[2]))
     if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "network"):
         sys.exit(__doc__)
     if sys.argv[1] == "network":
