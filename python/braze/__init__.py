@@ -29,7 +29,8 @@ from braze.errors import (
 from braze.runtime import CompiledModule, DynamicModule, load
 from braze.targets import available_devices
 
-_COMPILE_SIDE = {"compile": "braze.compiler", "check": "braze.check", "CheckResult": "braze.check"}
+_COMPILE_SIDE = {"compile": "braze.compiler", "check": "braze.check", "CheckResult": "braze.check",
+                 "compile_decoder": "braze.compiler.decoder", "generate": "braze.compiler.decoder"}
 
 
 def __getattr__(name: str):
@@ -59,5 +60,5 @@ def set_cpu_threads(threads: int | None) -> None:
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",
     "DeviceError", "ExecutionError", "ExportError", "InputError", "InternalError", "KernelResourceError", "PassPipelineError", "UnsupportedOpError", "UsageError",
-    "__version__", "available_devices", "check", "compile", "dynamo", "load", "set_cpu_threads",
+    "__version__", "available_devices", "check", "compile", "compile_decoder", "dynamo", "generate", "load", "set_cpu_threads",
 ]

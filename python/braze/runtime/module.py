@@ -227,6 +227,8 @@ def _write_back(mutations: list[dict], outputs: list, state: list, inputs: list,
     for m, new in sorted(zip(mutations, outputs), key=lambda pair: pair[0]["kind"] != "input"):
         target = state[m["index"]] if m["kind"] == "buffer" else inputs[m["index"]]
         what = names[m["index"]] if m["kind"] == "input" else "a buffer"
+        if _same_memory(new, target):
+            continue  # the program wrote the new value where the target is (an input it may update in place)
         if type(target).__module__.startswith("torch"):
             import torch
 
@@ -243,6 +245,14 @@ def _write_back(mutations: list[dict], outputs: list, state: list, inputs: list,
                 np.copyto(target, new.cpu().numpy() if hasattr(new, "cpu") else new)
             except (ValueError, TypeError) as e:
                 raise InputError(f"{what}: the model updates it in place, but it cannot be written ({e})") from None
+
+
+def _same_memory(new, target) -> bool:
+    """Whether `new` is `target`'s very memory (same start, shape and strides)."""
+    if type(new) is not type(target) or not hasattr(new, "data_ptr"):
+        return False
+    return (new.data_ptr() == target.data_ptr() and new.shape == target.shape and new.stride() == target.stride()
+            and new.dtype == target.dtype and new.device == target.device)
 
 
 def _host_array(value, dtype: str):

@@ -1,0 +1,300 @@
+"""Text generation: a causal LM's prefill and decode step as two braze programs that share a
+static key/value cache, which the programs update in place.
+
+    dec = braze.compile_decoder(model, batch_size=1, max_cache_len=256)   # transformers' LlamaForCausalLM, ...
+    tokens = dec.generate(input_ids, max_new_tokens=64)                  # or braze.generate(model, input_ids, ...)
+
+The step program is braze's own module around the model's own submodules (its embedding, norms,
+projections, rotary embedding, MLPs and head; their weights become the program's constants):
+
+    step(input_ids [B, T], position [1], k_0, v_0, ..., k_{L-1}, v_{L-1}) -> logits [B, vocab]
+
+Tokens t of the call sit at cache positions position + t. Each layer writes its new keys and
+values into its cache slots (`index_copy_`) and attends over the whole static cache, the slots
+past each query's position masked, so one program serves every position and no cache shape
+changes. The prefill is the same step at T = the prompt's length (compiled once per length), the
+decode step at T = 1 (compiled once). The caches are arguments the program updates; IREE writes
+those updates into the caller's memory, so the Decoder passes its cache tensors uncopied and
+nothing of the cache is copied per token.
+
+Supported: the standard pre-norm decoder layer as transformers' Llama, Mistral, Qwen2, Qwen3
+(q/k norms) and Gemma (scaled embeddings) write it; anything else is refused naming what differs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from braze.errors import InputError, UnsupportedOpError
+
+_LAYER_PARTS = ("self_attn", "mlp", "input_layernorm", "post_attention_layernorm")
+_EXTRA_NORMS = ("pre_feedforward_layernorm", "post_feedforward_layernorm")
+"""Gemma 2/3's sandwich norms: a different layer, refused."""
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class DecoderStep(nn.Module):
+    """One step of a causal LM over a static cache: `forward(input_ids, position, *caches)`."""
+
+    def __init__(self, lm: nn.Module):
+        super().__init__()
+        base = getattr(lm, "model", None)
+        name = type(lm).__name__
+        if base is None or not hasattr(base, "layers") or not hasattr(base, "embed_tokens") or \
+                not hasattr(lm, "lm_head"):
+            raise UnsupportedOpError(
+                f"braze.compile_decoder: {name} is not a causal LM of the Llama kind (it needs .model.embed_tokens, "
+                ".model.layers, .model.norm and .lm_head, as transformers' LlamaForCausalLM, MistralForCausalLM, "
+                "Qwen2ForCausalLM, Qwen3ForCausalLM and GemmaForCausalLM have)")
+        config = getattr(lm, "config", None)
+        for i, layer in enumerate(base.layers):
+            missing = [p for p in _LAYER_PARTS if not hasattr(layer, p)]
+            extra = [p for p in _EXTRA_NORMS if hasattr(layer, p)]
+            attn = getattr(layer, "self_attn", None)
+            if not missing and not all(hasattr(attn, p) for p in ("q_proj", "k_proj", "v_proj", "o_proj")):
+                missing = ["self_attn.q_proj/k_proj/v_proj/o_proj (separate projections)"]
+            if missing or extra:
+                raise UnsupportedOpError(
+                    f"braze.compile_decoder: {name}'s layer {i} ({type(layer).__name__}) is not the standard "
+                    f"pre-norm decoder layer braze rebuilds: " +
+                    (f"it lacks {', '.join(missing)}" if missing else f"it has {', '.join(extra)}") +
+                    "; supported: Llama, Mistral, Qwen2, Qwen3 and Gemma (1) layers")
+        softcap = getattr(config, "attn_logit_softcapping", None) or getattr(config, "final_logit_softcapping", None)
+        if softcap:
+            raise UnsupportedOpError(f"braze.compile_decoder: {name} caps its logits (softcapping={softcap}), "
+                                     "which braze's decoder does not do yet")
+        self.lm = lm
+        self.rotary = getattr(base, "rotary_emb", None)
+        if self.rotary is None:
+            raise UnsupportedOpError(f"braze.compile_decoder: {name}.model has no rotary_emb (transformers >= 4.48 "
+                                     "keeps one rotary embedding per model): update transformers")
+        attn = base.layers[0].self_attn
+        self.head_dim = int(getattr(attn, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        self.heads = int(config.num_attention_heads)
+        self.kv_heads = int(getattr(config, "num_key_value_heads", None) or self.heads)
+        self.layers = len(base.layers)
+        window = getattr(config, "sliding_window", None)
+        self.window = int(window) if window and getattr(config, "use_sliding_window", True) else None
+        model_type = getattr(config, "model_type", "")
+        self.embed_scale = math.sqrt(config.hidden_size) if model_type == "gemma" else None
+
+    def cache_shape(self, batch: int, length: int) -> tuple[int, int, int, int]:
+        return (batch, self.kv_heads, length, self.head_dim)
+
+    def forward(self, input_ids, position, *caches):
+        base = self.lm.model
+        batch, count = input_ids.shape
+        positions = position + torch.arange(count, device=input_ids.device)  # [T]
+        x = base.embed_tokens(input_ids)
+        if self.embed_scale is not None:
+            x = x * torch.tensor(self.embed_scale, dtype=x.dtype)
+        cos, sin = self.rotary(x, positions[None, :].expand(batch, count))
+        cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, D]
+        length = caches[0].shape[2]
+        slots = torch.arange(length, device=input_ids.device)
+        visible = slots[None, :] <= positions[:, None]  # [T, S]: each query sees the cache up to itself
+        if self.window is not None:
+            visible = visible & (slots[None, :] > positions[:, None] - self.window)
+        for i, layer in enumerate(base.layers):
+            attn = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = attn.q_proj(h).view(batch, count, self.heads, self.head_dim)
+            k = attn.k_proj(h).view(batch, count, self.kv_heads, self.head_dim)
+            v = attn.v_proj(h).view(batch, count, self.kv_heads, self.head_dim)
+            if hasattr(attn, "q_norm"):
+                q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            q = q * cos + _rotate_half(q) * sin
+            k = k * cos + _rotate_half(k) * sin
+            keys, values = caches[2 * i], caches[2 * i + 1]
+            keys.index_copy_(2, positions, k)
+            values.index_copy_(2, positions, v)
+            o = nn.functional.scaled_dot_product_attention(
+                q, keys, values, attn_mask=visible, scale=float(attn.scaling),
+                enable_gqa=self.heads != self.kv_heads)
+            o = o.transpose(1, 2).reshape(batch, count, self.heads * self.head_dim)
+            x = x + attn.o_proj(o)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.lm.lm_head(base.norm(x[:, -1]))
+
+
+def compile_decoder(model, batch_size: int = 1, max_cache_len: int = 256, device: str = "cpu",
+                    **options):
+    """A causal LM's prefill and decode step compiled by braze over a static key/value cache of
+    `max_cache_len` positions for `batch_size` sequences (a Decoder).
+
+    model: a transformers causal LM with the standard decoder layer (Llama, Mistral, Qwen2,
+      Qwen3, Gemma), in eval mode, in the dtype to run (the cache takes the model's dtype).
+    options: braze.compile's options for both programs (target, precision, cache, ...).
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size={batch_size!r}: give a positive number of sequences")
+    if not isinstance(max_cache_len, int) or max_cache_len < 2:
+        raise InputError(f"max_cache_len={max_cache_len!r}: give the number of positions the cache holds "
+                         "(prompt plus new tokens), at least 2")
+    if getattr(model, "training", False):
+        raise InputError(f"braze.compile_decoder: {type(model).__name__} is in training mode; call model.eval() first")
+    step = DecoderStep(model).eval()
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if limit and max_cache_len > limit:
+        raise InputError(f"max_cache_len={max_cache_len} exceeds the model's max_position_embeddings ({limit})")
+    if step.window is not None and max_cache_len > step.window:
+        raise UnsupportedOpError(f"max_cache_len={max_cache_len} exceeds {type(model).__name__}'s sliding window "
+                                 f"({step.window}): braze's decoder keeps a full cache, not a rolling one")
+    dtype = next(model.parameters()).dtype
+    return Decoder(step, batch_size, max_cache_len, dtype, device, options)
+
+
+def generate(model, input_ids, max_new_tokens: int = 20, max_cache_len: int | None = None,
+             device: str = "cpu", do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None, generator=None, eos_token_id=None, pad_token_id=None,
+             attention_mask=None, **options):
+    """transformers' `model.generate(input_ids, max_new_tokens=...)` through braze: the prompt and
+    the new tokens, [batch, prompt + new] (fewer columns when every sequence ended early).
+
+    Greedy by default; do_sample=True samples with temperature, top_k and top_p (applied in that
+    order, as transformers does) from `generator` (a seeded torch.Generator for reproducible
+    tokens). eos_token_id (an int or a list; default the model's generation config's) ends a
+    sequence, which is then padded with pad_token_id. The decoder is compiled for this batch and
+    a cache of max_cache_len positions (default prompt + new tokens); braze's compile cache keeps
+    both programs for the next call.
+    """
+    ids = torch.as_tensor(input_ids)
+    if ids.dim() != 2:
+        raise InputError(f"input_ids: expected [batch, tokens], got shape {tuple(ids.shape)}")
+    length = max_cache_len or ids.shape[1] + max_new_tokens
+    decoder = compile_decoder(model, batch_size=ids.shape[0], max_cache_len=length, device=device, **options)
+    config = getattr(model, "generation_config", None)
+    if eos_token_id is None and config is not None:
+        eos_token_id = config.eos_token_id
+    if pad_token_id is None and config is not None:
+        pad_token_id = config.pad_token_id
+    return decoder.generate(ids, max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature,
+                            top_k=top_k, top_p=top_p, generator=generator, eos_token_id=eos_token_id,
+                            pad_token_id=pad_token_id, attention_mask=attention_mask)
+
+
+class Decoder:
+    """A causal LM compiled for generation: the decode step (compiled at once), a prefill per
+    prompt length (compiled on first use), and the key/value cache they share (torch tensors of
+    the model's dtype on the device, [batch, kv heads, max_cache_len, head dim] per layer)."""
+
+    def __init__(self, step: DecoderStep, batch_size: int, max_cache_len: int, dtype, device: str, options: dict):
+        self.step, self.batch_size, self.max_cache_len, self.device = step, batch_size, max_cache_len, device
+        self.options = options
+        where = "cuda" if device == "cuda" else "cpu"
+        shape = step.cache_shape(batch_size, max_cache_len)
+        self.caches = [torch.zeros(shape, dtype=dtype, device=where) for _ in range(2 * step.layers)]
+        self.position = 0
+        """How many cache positions hold this sequence's keys and values."""
+        self.programs: dict[int, object] = {}
+        """CompiledModule per tokens a call (1: the decode step; the prompt lengths seen)."""
+        self.program(1)
+
+    def program(self, count: int):
+        """The step compiled for `count` tokens a call."""
+        if count not in self.programs:
+            import braze
+            from braze.errors import InternalError
+
+            ids = torch.zeros(self.batch_size, count, dtype=torch.long)
+            examples = [torch.zeros_like(c, device="cpu") for c in self.caches]
+            module = braze.compile(self.step, ids, torch.zeros(1, dtype=torch.long), *examples,
+                                   device=self.device, **self.options)
+            slots = set(range(2, 2 + len(self.caches)))
+            written = {m["index"] for m in module.signature.mutations if m["kind"] == "input"}
+            if written != slots or module.signature.state:
+                raise InternalError(f"braze.compile_decoder: the step program updates inputs {sorted(written)} and "
+                                    f"state {module.signature.state}, where braze expected its caches "
+                                    f"{sorted(slots)} (reproduce: braze.compile_decoder on the same model)")
+            # The caches are the decoder's own: IREE updates them in the caller's memory (the
+            # index_copy_ is a tensor.insert into the argument), which is what the step means.
+            module.abi["copy_inputs"] = [i for i in module.abi["copy_inputs"] if i not in slots]
+            self.programs[count] = module
+        return self.programs[count]
+
+    def _run(self, ids, start: int):
+        count = ids.shape[1]
+        if start + count > self.max_cache_len:
+            raise InputError(f"the cache holds {self.max_cache_len} positions; {start} are in use and this call "
+                             f"adds {count}: compile the decoder with a larger max_cache_len")
+        where = self.caches[0].device
+        logits = self.program(count)(ids.to(where), torch.tensor([start], dtype=torch.long, device=where), *self.caches)
+        self.position = start + count
+        return logits
+
+    def prefill(self, input_ids):
+        """Start a sequence: the prompt's keys and values into the cache (from position 0);
+        returns the logits after its last token, [batch, vocab]."""
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if ids.dim() != 2 or ids.shape[0] != self.batch_size or ids.shape[1] < 1:
+            raise InputError(f"input_ids: expected [{self.batch_size}, tokens] (the decoder's batch), "
+                             f"got shape {tuple(ids.shape)}")
+        return self._run(ids, 0)
+
+    def decode(self, tokens):
+        """The next token of each sequence ([batch] or [batch, 1]) at the next position; returns
+        the logits after it, [batch, vocab]."""
+        ids = torch.as_tensor(tokens, dtype=torch.long).reshape(-1, 1)
+        if ids.shape[0] != self.batch_size:
+            raise InputError(f"tokens: expected {self.batch_size} (one a sequence), got {ids.shape[0]}")
+        if self.position == 0:
+            raise InputError("decode() before prefill(): start each sequence with prefill(prompt)")
+        return self._run(ids, self.position)
+
+    def generate(self, input_ids, max_new_tokens: int = 20, do_sample: bool = False, temperature: float = 1.0,
+                 top_k: int | None = None, top_p: float | None = None, generator=None, eos_token_id=None,
+                 pad_token_id=None, attention_mask=None):
+        """The prompt followed by up to max_new_tokens tokens, [batch, prompt + new]
+        (braze.generate says what each argument does)."""
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if attention_mask is not None and not bool(torch.as_tensor(attention_mask).bool().all()):
+            raise InputError("attention_mask has padding (zeros): braze's decoder takes prompts of one length "
+                             "without padding for now; generate each length apart")
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise InputError(f"max_new_tokens={max_new_tokens!r}: give a positive number of tokens")
+        if ids.dim() == 2 and ids.shape[1] + max_new_tokens - 1 > self.max_cache_len:
+            raise InputError(f"a {ids.shape[1]}-token prompt and {max_new_tokens} new tokens need "
+                             f"{ids.shape[1] + max_new_tokens - 1} cache positions; the decoder has {self.max_cache_len}")
+        if do_sample and not temperature > 0:
+            raise InputError(f"temperature={temperature!r}: sampling needs a positive temperature (or do_sample=False)")
+        eos = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []),
+                           dtype=torch.long)
+        if pad_token_id is None and len(eos):
+            pad_token_id = int(eos[0])
+        logits = self.prefill(ids)
+        out, done = [ids], torch.zeros(ids.shape[0], dtype=torch.bool)
+        for i in range(max_new_tokens):
+            scores = logits.float().cpu()
+            nxt = _sample(scores, temperature, top_k, top_p, generator) if do_sample else scores.argmax(-1)
+            if len(eos):
+                nxt = torch.where(done, torch.tensor(pad_token_id), nxt)
+                done = done | torch.isin(nxt, eos)
+            out.append(nxt[:, None])
+            if i == max_new_tokens - 1 or (len(eos) and bool(done.all())):
+                break
+            logits = self.decode(nxt)
+        return torch.cat(out, dim=1)
+
+
+def _sample(scores, temperature: float, top_k: int | None, top_p: float | None, generator):
+    """One token per row from softmax(scores / temperature), limited to the top_k scores and to
+    the fewest tokens whose probability reaches top_p (transformers' warpers, in its order)."""
+    if temperature != 1.0:
+        scores = scores / temperature
+    if top_k:
+        kth = torch.topk(scores, min(int(top_k), scores.shape[-1])).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        ordered, order = torch.sort(scores, descending=False)
+        cut = ordered.softmax(-1).cumsum(-1) <= 1 - top_p
+        cut[..., -1:] = False  # keep at least the most likely token
+        scores = scores.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
+    return torch.multinomial(scores.softmax(-1), 1, generator=generator)[:, 0]

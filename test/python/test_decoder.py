@@ -1,0 +1,163 @@
+"""braze.compile_decoder / braze.generate on the CPU: transformers' own causal LMs (random
+weights, tiny configurations of each supported family) generate the tokens transformers' eager
+generate() does, the cache is updated in place, and bad input is refused by name."""
+
+import pytest
+import torch
+
+import braze
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = 97
+
+
+def _config(family: str, **extra):
+    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **extra)
+    if family == "llama":
+        return transformers.LlamaConfig(**common)
+    if family == "qwen2":  # biased q/k/v projections
+        return transformers.Qwen2Config(**common)
+    if family == "qwen3":  # per-head q/k RMSNorm, head_dim apart from hidden/heads
+        return transformers.Qwen3Config(head_dim=24, **common)
+    if family == "mistral":
+        return transformers.MistralConfig(sliding_window=None, **common)
+    if family == "gemma":  # embeddings scaled by sqrt(hidden), (1 + w) norms, tanh GELU, MQA
+        return transformers.GemmaConfig(head_dim=16, **{**common, "num_key_value_heads": 1})
+    raise ValueError(family)
+
+
+def _model(family: str, dtype=torch.float32, seed: int = 0, **extra):
+    torch.manual_seed(seed)
+    config = _config(family, **extra)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():  # transformers initialises norms to the identity and biases to zero: make them count
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.2)
+    return model.to(dtype)
+
+
+def _prompt(batch: int, length: int, seed: int = 1):
+    return torch.randint(0, VOCAB, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def _eager(model, ids, new: int, **kw):
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, do_sample=False,
+                              pad_token_id=0, **kw)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "mistral", "gemma"])
+def test_greedy_tokens_equal_transformers_generate(family):
+    model = _model(family)
+    ids = _prompt(2, 7)
+    want = _eager(model, ids, 12, eos_token_id=None)
+    got = braze.generate(model, ids, max_new_tokens=12, eos_token_id=None, cache=False)
+    assert torch.equal(got, want), f"{family}: braze {got.tolist()} != transformers {want.tolist()}"
+
+
+def test_cache_is_updated_in_place_and_holds_the_step_keys():
+    """The decode program writes its keys into the decoder's own cache tensors (no copy comes
+    back), and the keys it writes are those the eager step computes (float64 reference)."""
+    model = _model("llama")
+    dec = braze.compile_decoder(model, batch_size=1, max_cache_len=16, cache=False)
+    ids = _prompt(1, 5)
+    dec.prefill(ids)
+    before = [c.clone() for c in dec.caches]
+    module = dec.programs[1]
+    token, position = torch.tensor([[3]]), torch.tensor([5])
+    outputs = module.program.call_torch([token, position, *dec.caches], ["ids", "position"] +
+                                        [f"cache {i}" for i in range(len(dec.caches))])
+    for cache, new in zip(dec.caches, outputs[:len(dec.caches)]):
+        assert new.data_ptr() == cache.data_ptr(), "the step's cache update came back in a copy"
+    reference = __import__("copy").deepcopy(dec.step).double()
+    caches64 = [c.double() for c in before]
+    with torch.no_grad():
+        reference(token, position, *caches64)
+    for cache, want, old in zip(dec.caches, caches64, before):
+        assert torch.equal(cache[:, :, :5], old[:, :, :5]), "positions before the step changed"
+        assert (cache[:, :, 5].double() - want[:, :, 5]).abs().max() < 1e-5
+        assert torch.equal(cache[:, :, 6:], old[:, :, 6:]), "positions after the step changed"
+        assert not torch.equal(cache[:, :, 5], old[:, :, 5])
+
+
+def test_eos_ends_each_sequence_and_pads_as_transformers_does():
+    model = _model("qwen2")
+    ids = _prompt(2, 6, seed=3)
+    free = _eager(model, ids, 10, eos_token_id=None)
+    eos = int(free[0, 6 + 2])  # the first sequence's third new token
+    want = _eager(model, ids, 10, eos_token_id=eos)
+    got = braze.generate(model, ids, max_new_tokens=10, eos_token_id=eos, pad_token_id=0, cache=False)
+    assert torch.equal(got, want), f"braze {got.tolist()} != transformers {want.tolist()}"
+
+
+def test_bfloat16_drifts_no_earlier_than_eager_bfloat16():
+    """In bf16, braze's greedy tokens leave float32's no earlier than eager bf16's do."""
+    model = _model("llama")
+    ids = _prompt(1, 8, seed=5)
+    exact = _eager(model, ids, 16, eos_token_id=None)[0, 8:]
+    model16 = _model("llama", torch.bfloat16)
+    eager16 = _eager(model16, ids, 16, eos_token_id=None)[0, 8:]
+    got = braze.generate(model16, ids, max_new_tokens=16, eos_token_id=None, cache=False)[0, 8:]
+
+    def first_difference(a, b):
+        differ = (a != b).nonzero()
+        return int(differ[0]) if len(differ) else len(a)
+
+    assert first_difference(got, exact) >= first_difference(eager16, exact), (got, eager16, exact)
+
+
+def test_one_decoder_serves_several_prompts_and_sampling_is_seeded():
+    model = _model("llama")
+    dec = braze.compile_decoder(model, batch_size=1, max_cache_len=24, cache=False)
+    for seed in (1, 2):  # a second sequence reuses the cache: stale positions must not leak in
+        ids = _prompt(1, 6, seed=seed)
+        assert torch.equal(dec.generate(ids, max_new_tokens=8), _eager(model, ids, 8, eos_token_id=None))
+    ids = _prompt(1, 6)
+    one = dec.generate(ids, max_new_tokens=8, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(7))
+    two = dec.generate(ids, max_new_tokens=8, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(one, two)
+    greedy = dec.generate(ids, max_new_tokens=8)
+    assert torch.equal(dec.generate(ids, max_new_tokens=8, do_sample=True, top_k=1), greedy)
+    assert torch.equal(dec.generate(ids, max_new_tokens=8, do_sample=True, top_p=1e-6), greedy)
+    assert set(dec.programs) == {1, 6}, "one decode program and one prefill per prompt length"
+
+
+def test_sampling_follows_temperature_top_k_and_top_p():
+    from braze.compiler.decoder import _sample
+
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0]])
+    draws = 20000
+    gen = torch.Generator().manual_seed(0)
+    for kw, allowed in (({"temperature": 0.7}, [0, 1, 2, 3, 4]), ({"temperature": 1.0, "top_k": 3}, [0, 1, 2]),
+                        ({"temperature": 1.0, "top_p": 0.8}, None)):
+        scaled = logits / kw["temperature"]
+        probs = torch.softmax(scaled, -1)[0]
+        if allowed is None:  # the fewest most likely tokens whose probability reaches 0.8
+            order = probs.argsort(descending=True)
+            allowed = order[: int((probs[order].cumsum(0) < 0.8).sum()) + 1].tolist()
+        want = torch.zeros(5, dtype=torch.float64)
+        want[allowed] = probs[allowed].double() / probs[allowed].sum()
+        got = torch.bincount(_sample(logits.expand(draws, 5), kw["temperature"], kw.get("top_k"), kw.get("top_p"),
+                                     gen), minlength=5).double() / draws
+        assert (got - want).abs().max() < 0.015, (kw, got, want)
+
+
+def test_bad_input_is_refused_by_name():
+    model = _model("llama")
+    dec = braze.compile_decoder(model, batch_size=1, max_cache_len=10, cache=False)
+    with pytest.raises(braze.InputError, match="before prefill"):
+        dec.decode(torch.tensor([1]))
+    with pytest.raises(braze.InputError, match="need 12 cache positions; the decoder has 10"):
+        dec.generate(_prompt(1, 6), max_new_tokens=7)
+    with pytest.raises(braze.InputError, match="expected \\[1, tokens\\]"):
+        dec.prefill(_prompt(2, 4))
+    with pytest.raises(braze.InputError, match="padding"):
+        dec.generate(_prompt(1, 4), attention_mask=torch.tensor([[0, 1, 1, 1]]))
+    with pytest.raises(braze.InputError, match="max_position_embeddings"):
+        braze.compile_decoder(model, max_cache_len=65)
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB)).eval()
+    with pytest.raises(braze.UnsupportedOpError, match="GPT2LMHeadModel is not a causal LM of the Llama kind"):
+        braze.compile_decoder(gpt2)
