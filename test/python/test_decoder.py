@@ -161,3 +161,32 @@ def test_bad_input_is_refused_by_name():
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB)).eval()
     with pytest.raises(braze.UnsupportedOpError, match="GPT2LMHeadModel is not a causal LM of the Llama kind"):
         braze.compile_decoder(gpt2)
+
+
+class _Append(torch.nn.Module):
+    """Writes x into the cache at pos (in place, as a KV cache is written) and reads it back."""
+
+    def forward(self, x, pos, cache):
+        cache.index_copy_(1, pos, x)
+        return (cache * torch.arange(1, cache.shape[1] + 1)[None, :, None]).sum(1)
+
+
+@pytest.mark.parametrize("abi", [{}, {"output_storage": True}, {"transient_storage": False}])
+def test_inputs_in_place_writes_the_callers_tensor_as_eager_does(tmp_path, abi):
+    """Each of braze's calling conventions (CUDA's is output storage and transients)."""
+    torch.manual_seed(0)
+    x, pos = torch.randn(2, 1, 4), torch.tensor([3])
+    module = braze.compile(_Append().eval(), x, pos, torch.zeros(2, 8, 4), inputs_in_place=True, cache=False, **abi)
+    assert module.abi["tied"] == [[2, 0]] and 2 not in module.abi["copy_inputs"]
+    loaded = braze.load(module.save(tmp_path / "append.braze"))
+    assert loaded.abi["tied"] == [[2, 0]]
+    for fast in (module, loaded):
+        start = torch.randn(2, 8, 4)
+        for cache in (start.clone(), start.clone().transpose(0, 1).contiguous().transpose(0, 1)):  # the second: strided
+            want_cache = start.clone()
+            want = _Append()(x, pos, want_cache)
+            ptr = cache.data_ptr()
+            got = fast(x, pos, cache)
+            torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-5)
+            assert torch.equal(cache, want_cache), "the caller's tensor does not hold the update"
+            assert cache.data_ptr() == ptr

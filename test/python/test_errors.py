@@ -217,7 +217,7 @@ def test_output_storage_abi(output_storage, tmp_path):
     x = torch.randn(4, 6)
     compiled = braze.compile(model, x, output_storage=output_storage)
     assert compiled.abi == {"output_storage": output_storage, "transient_storage": True,
-                            "copy_inputs": [], "copy_outputs": []}
+                            "copy_inputs": [], "copy_outputs": [], "tied": []}
     compiled.save(tmp_path / "m.braze")
     loaded = braze.load(tmp_path / "m.braze")
     x2 = torch.randn(4, 6)
@@ -289,7 +289,8 @@ def test_artifact_without_transient_key_loads(tmp_path):
 
     _rewrite(path, meta_fn=old_meta)
     loaded = braze.load(path)
-    assert loaded.abi == {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": []}
+    assert loaded.abi == {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": [],
+                           "tied": []}
     x = torch.randn(4, 6)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))

@@ -59,7 +59,7 @@ def _attach_device(attr_text: str):
     return hook
 
 
-def _wrap_main(output_storage: bool, transient_storage: bool):
+def _wrap_main(output_storage: bool, transient_storage: bool, tied: tuple = ()):
     """Rename `main` to `main$impl` and give the new `main` braze's buffer arguments.
 
     output_storage: one `!hal.buffer` per result, which the result is aliased into: the caller
@@ -77,10 +77,16 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
 
     The alias comes before the transients op: the other order leaves the result in a
     transient buffer and copies it out.
+
+    tied: (input, result) pairs: the result is the input's new value, written where the input
+    is (`%in3: tensor<..> {iree.abi.output = 0 : index}`: IREE's own tie), with no output
+    buffer and no transients op of its own (an input the model updates in place, such as a
+    KV cache, updated in the caller's memory: compile(inputs_in_place=True)).
     """
+    tied_inputs = {result: arg for arg, result in tied}
 
     def hook(module) -> None:
-        if not (output_storage or transient_storage):
+        if not (output_storage or transient_storage or tied):
             return
         with module.context, iree_ir.Location.unknown():
             main = next(op for op in module.body.operations
@@ -90,9 +96,11 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
             ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
             main.attributes["sym_name"] = iree_ir.StringAttr.get("main$impl")
             main.attributes["sym_visibility"] = iree_ir.StringAttr.get("private")
-            args = [f"%in{i}: {t}" for i, t in enumerate(ins)]
+            ties = {arg: result for result, arg in tied_inputs.items()}
+            args = [f"%in{i}: {t}" + (f" {{iree.abi.output = {ties[i]} : index}}" if i in ties else "")
+                    for i, t in enumerate(ins)]
             if output_storage:
-                args += [f"%out{i}: !hal.buffer" for i in range(len(outs))]
+                args += [f"%out{i}: !hal.buffer" for i in range(len(outs)) if i not in tied_inputs]
             if transient_storage:
                 args.append("%transients: !hal.buffer {iree.abi.transients}")
             results = ", ".join(outs)
@@ -100,6 +108,8 @@ def _wrap_main(output_storage: bool, transient_storage: bool):
             lines = [f"%r:{len(outs)} = {call}" if outs else call]
             values = [f"%r#{i}" for i in range(len(outs))]
             for i, (t, ty) in enumerate(zip(outs, ftype.results)):
+                if i in tied_inputs:
+                    continue
                 dims = _dynamic_dims(lines, values[i], i, t, ty)
                 if output_storage:
                     lines.append(f"%a{i} = hal.tensor.alias {values[i]} : {t}{dims} to %out{i} : !hal.buffer")
@@ -297,11 +307,11 @@ def _hoist_small_bf16_constants(module) -> None:
 
 
 def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool,
-             float64: bool = False, aggressive_fusion: bool | None = None):
+             float64: bool = False, aggressive_fusion: bool | None = None, tied: tuple = ()):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
     wraps main in braze's ABI and attaches an explicit device target where one is needed."""
     flags = _common_flags(target, float64, aggressive_fusion) + list(extra_flags or [])
-    hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage)]
+    hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage, tied)]
     if target.device == "cuda":
         hooks.insert(0, _embed_kernels(target.arch, float64))
     if target.device == "vulkan":
@@ -326,15 +336,17 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
                        output_storage: bool = False, transient_storage: bool = False,
                        what: str = "the module", float64: bool = False,
                        launch_plan: tuple[list[int], list[int]] | None = None,
-                       aggressive_fusion: bool | None = None, mmt4d_tiles: str | None = None) -> CompiledVmfb:
+                       aggressive_fusion: bool | None = None, mmt4d_tiles: str | None = None,
+                       tied: tuple = ()) -> CompiledVmfb:
     """Compile for the target; main takes braze's buffer arguments as _wrap_main describes.
 
     launch_plan: (input bytes, output bytes) of main's tensors: also read a CUDA launch plan off
     IREE's HAL program (braze.compiler.cuda_plan); CompiledVmfb.at_hal is the plan, or why there is none.
     aggressive_fusion: IREE's aggressive dispatch fusion, None for the target's default.
     mmt4d_tiles: on the CPU, braze.compiler.cpu_tiles' mode for IREE's float32 mmt4d dispatches
-    (None: IREE's own tiles); CompiledVmfb.workarounds lists the dispatches configured."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
+    (None: IREE's own tiles); CompiledVmfb.workarounds lists the dispatches configured.
+    tied: (input, result) pairs written in place (_wrap_main)."""
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion, tied)
     at_hal = None
     if launch_plan is not None:
         from braze.compiler.cuda_plan import plan_or_reason
@@ -379,8 +391,9 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
 
 def iree_input(source: bytes, target: Target, extra_flags: list[str] | None = None,
                output_storage: bool = False, transient_storage: bool = False,
-               float64: bool = False, aggressive_fusion: bool | None = None) -> tuple[str, list[str]]:
+               float64: bool = False, aggressive_fusion: bool | None = None,
+               tied: tuple = ()) -> tuple[str, list[str]]:
     """What compile_for_target hands IREE's compiler, without compiling: the module text (in
     IREE's context, after braze's hooks) and the flags."""
-    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion)
+    flags, hook = _prepare(target, extra_flags, output_storage, transient_storage, float64, aggressive_fusion, tied)
     return module_text(source, module_hook=hook), flags

@@ -13,9 +13,10 @@ Tokens t of the call sit at cache positions position + t. Each layer writes its 
 values into its cache slots (`index_copy_`) and attends over the whole static cache, the slots
 past each query's position masked, so one program serves every position and no cache shape
 changes. The prefill is the same step at T = the prompt's length (compiled once per length), the
-decode step at T = 1 (compiled once). The caches are arguments the program updates; IREE writes
-those updates into the caller's memory, so the Decoder passes its cache tensors uncopied and
-nothing of the cache is copied per token.
+decode step at T = 1 (compiled once). The caches are arguments the program updates, compiled with
+inputs_in_place=True: each cache result is tied to its argument (IREE's iree.abi.output), so the
+program writes the new keys and values into the Decoder's own cache tensors and nothing of the
+cache is copied per token.
 
 Supported: the standard pre-norm decoder layer as transformers' Llama, Mistral, Qwen2, Qwen3
 (q/k norms) and Gemma (scaled embeddings) write it; anything else is refused naming what differs.
@@ -201,22 +202,19 @@ class Decoder:
     def program(self, count: int):
         """The step compiled for `count` tokens a call."""
         if count not in self.programs:
-            import braze
+            from braze.compiler.stages import compile as braze_compile
             from braze.errors import InternalError
 
             ids = torch.zeros(self.batch_size, count, dtype=torch.long)
             examples = [torch.zeros_like(c, device="cpu") for c in self.caches]
-            module = braze.compile(self.step, ids, torch.zeros(1, dtype=torch.long), *examples,
-                                   device=self.device, **self.options)
+            module = braze_compile(self.step, ids, torch.zeros(1, dtype=torch.long), *examples,
+                                   device=self.device, inputs_in_place=True, **self.options)
             slots = set(range(2, 2 + len(self.caches)))
             written = {m["index"] for m in module.signature.mutations if m["kind"] == "input"}
             if written != slots or module.signature.state:
                 raise InternalError(f"braze.compile_decoder: the step program updates inputs {sorted(written)} and "
                                     f"state {module.signature.state}, where braze expected its caches "
                                     f"{sorted(slots)} (reproduce: braze.compile_decoder on the same model)")
-            # The caches are the decoder's own: IREE updates them in the caller's memory (the
-            # index_copy_ is a tensor.insert into the argument), which is what the step means.
-            module.abi["copy_inputs"] = [i for i in module.abi["copy_inputs"] if i not in slots]
             self.programs[count] = module
         return self.programs[count]
 

@@ -31,6 +31,7 @@ class CompileOptions:
     runtime: str | None = None
     cache: bool | None = None
     precision: str | None = None
+    inputs_in_place: bool = False
 
     @classmethod
     def from_call(cls, iree_flags=None, runtime: str | None = None, **kwargs) -> "CompileOptions":
@@ -49,7 +50,8 @@ class CompileOptions:
         only whether to look)."""
         return {"fusion": self.fusion, "pipeline": self.pipeline, "output_storage": self.output_storage,
                 "transient_storage": self.transient_storage, "iree_flags": list(self.iree_flags),
-                "attention": self.attention, "decision_limit": self.decision_limit, "runtime": self.runtime}
+                "attention": self.attention, "decision_limit": self.decision_limit, "runtime": self.runtime,
+                "inputs_in_place": self.inputs_in_place}
 
     def call_kwargs(self) -> dict:
         """braze.compile(model, *inputs, **opts.call_kwargs()) compiles with these options."""

@@ -85,7 +85,8 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
             output_storage: bool | None = None, transient_storage: bool = True, iree_flags: list[str] | None = None,
             attention: bool | None = None, decision_limit: int | None = None, runtime: str | None = None,
             cache: bool | None = None, partial: bool = False, precision: str | None = None,
-            dynamic_shapes=None, specialize: str = "example", **options) -> CompiledModule:
+            dynamic_shapes=None, specialize: str = "example", inputs_in_place: bool = False,
+            **options) -> CompiledModule:
     """Compile a torch.nn.Module for a device.
 
     device: 'cpu' (default), 'cuda', 'vulkan' or 'auto' (cuda, else vulkan, else cpu).
@@ -132,13 +133,19 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       of the example inputs: at most two compiles for any number of sizes (braze.compiler.dynamic).
     specialize: which shapes get the static build beside the dynamic one: 'example' (the
       default: the example inputs' shapes) or 'none' (the dynamic build alone).
+    inputs_in_place: inputs the model updates in place (`cache.index_copy_(...)`, `x.add_(1)`)
+      are written by the program where they are (IREE's iree.abi.output tie), as eager does,
+      instead of into copies that braze writes back after the call (the default, False): no
+      copy of a big buffer such as a KV cache per call, but a call that fails may leave them
+      partly written. Runs on iree.runtime (the CUDA launch plan does not follow ties yet).
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
     opts = CompileOptions.from_call(device=device, target=target, fusion=fusion, pipeline=pipeline,
                                     output_storage=output_storage, transient_storage=transient_storage,
                                     iree_flags=iree_flags, attention=attention, decision_limit=decision_limit,
-                                    runtime=runtime, cache=cache, precision=precision)
+                                    runtime=runtime, cache=cache, precision=precision,
+                                    inputs_in_place=inputs_in_place)
     if dynamic_shapes is not None:
         from braze.compiler.dynamic import compile_dynamic
 
@@ -229,8 +236,16 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     if output_storage is None:
         output_storage = backend.default_output_storage(tgt)
     plan_sizes = None
+    tied = ()
+    if opts.inputs_in_place:
+        # mutation j is the program's result j; an input's slot follows the state arguments
+        ahead = len(lowered.signature.state)
+        tied = tuple((ahead + m["index"], j) for j, m in enumerate(lowered.signature.mutations) if m["kind"] == "input")
     if tgt.device == "cuda" and runtime != "iree":
-        if output_storage:
+        if tied:
+            report.launch_plan = ("none: inputs_in_place=True ties results to the inputs they update, which the "
+                                  "launch plan does not follow yet")
+        elif output_storage:
             # A dynamic build's sizes: an input's (shape, bytes an element), an output's None
             # (both become the plan's per-call arithmetic, braze.compiler.cuda_plan).
             plan_sizes = ([(list(s.shape), _itemsize(s)) if s.dynamic else _nbytes(s)
@@ -245,7 +260,7 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
         return backend.compile_for_target(lowered.bytecode(), tgt, flags, transient_storage=transient_storage,
                                           what=f"{type(model).__name__} for {tgt.describe()}", float64=float64,
                                           aggressive_fusion=lowered.aggressive_fusion,
-                                          mmt4d_tiles=lowered.mmt4d_tiles, **options)
+                                          mmt4d_tiles=lowered.mmt4d_tiles, tied=tied, **options)
 
     float64 = lowered.float64
     try:
@@ -307,7 +322,8 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
     module = CompiledModule(compiled.vmfb, tgt, lowered.signature, report, versions(),
                             source=f"the compiled {type(model).__name__}",
                             abi={"output_storage": output_storage, "transient_storage": transient_storage,
-                                 "copy_inputs": sorted(lowered.copy_inputs),
+                                 "copy_inputs": sorted(lowered.copy_inputs - {a for a, _ in tied}),
+                                 "tied": [list(pair) for pair in tied],
                                  "copy_outputs": sorted(lowered.copy_outputs)},
                             state=model if lowered.signature.state else None, plan=plan,
                             runtime=runtime or "auto")

@@ -33,10 +33,12 @@ class CompiledModule:
                  state=None, outputs: str = "auto", plan=None, runtime: str = "auto"):
         self.vmfb = vmfb
         self.abi = {"output_storage": False, "transient_storage": False, "copy_inputs": [], "copy_outputs": [],
-                    **(abi or {})}
+                    "tied": [], **(abi or {})}
         """How main is called: output_storage when it takes a buffer per result after its inputs,
         transient_storage when it then takes one buffer for all intermediates; copy_inputs and
-        copy_outputs the positions that must not share memory with the caller (passes/abi.py)."""
+        copy_outputs the positions that must not share memory with the caller (passes/abi.py);
+        tied the [input, result] pairs whose result is written where the input is
+        (compile(inputs_in_place=True))."""
         self.target = target
         self.signature = signature
         self.report = report
@@ -76,7 +78,8 @@ class CompiledModule:
                                     self._source, output_storage=self.abi["output_storage"], output_shapes=sizes,
                                     transient_storage=self.abi["transient_storage"],
                                     copy_inputs=frozenset(self.abi["copy_inputs"]),
-                                    copy_outputs=frozenset(self.abi["copy_outputs"]))
+                                    copy_outputs=frozenset(self.abi["copy_outputs"]),
+                                    tied={int(r): int(a) for a, r in self.abi["tied"]})
         return self._program
 
     @property
@@ -335,7 +338,8 @@ def _parse_metadata(meta: dict) -> tuple[Target, Signature, dict]:
     abi = {"output_storage": bool(raw.get("output_storage", False)),
            "transient_storage": bool(raw.get("transient_storage", False)),
            "copy_inputs": [int(i) for i in raw.get("copy_inputs", [])],
-           "copy_outputs": [int(i) for i in raw.get("copy_outputs", [])]}
+           "copy_outputs": [int(i) for i in raw.get("copy_outputs", [])],
+           "tied": [[int(a), int(r)] for a, r in raw.get("tied", [])]}
     return Target(device, arch), signature, abi
 
 

@@ -87,7 +87,8 @@ class Program:
 
     def __init__(self, vmfb: bytes, target: Target, inputs: list[TensorSpec], outputs: list[TensorSpec],
                  source: str = "the compiled module", output_storage: bool = False, transient_storage: bool = False,
-                 copy_inputs: frozenset = frozenset(), copy_outputs: frozenset = frozenset(), output_shapes=None):
+                 copy_inputs: frozenset = frozenset(), copy_outputs: frozenset = frozenset(), output_shapes=None,
+                 tied: dict | None = None):
         check_runnable(target)
         self.target = target
         self.inputs = list(inputs)
@@ -97,6 +98,9 @@ class Program:
         iree-org/iree#16168): they are passed as copies, never as the caller's memory."""
         self.copy_outputs = frozenset(copy_outputs)
         """Outputs that may be an input or a constant of the program itself: returned as copies."""
+        self.tied = dict(tied or {})
+        """result -> input: the result is written where the input is (`iree.abi.output`); it has
+        no output buffer of its own."""
         self.output_storage = output_storage
         """True when main takes one output buffer per result after its inputs (braze's ABI)."""
         self.output_shapes = output_shapes
@@ -165,7 +169,8 @@ class Program:
         tensors = [t for t, _ in args if t.startswith("tensor")]
         buffers = [t for t, transient in args if t == "!hal.buffer" and not transient]
         transients = [t for t, transient in args if transient]
-        expected = (len(self.inputs), len(self.outputs) if self.output_storage else 0, int(self.transient_storage))
+        expected = (len(self.inputs), len(self.outputs) - len(self.tied) if self.output_storage else 0,
+                    int(self.transient_storage))
         found = (len(tensors), len(buffers), len(transients))
         shapes_ok = len(results) == len(self.outputs) and all(
             _dims(t) == list(spec.shape) for t, spec in zip(tensors + results, self.inputs + self.outputs))
@@ -289,7 +294,8 @@ class Program:
         outputs = self.outputs
         refs = [self._buffer_view(value, spec, name, i) for i, (value, spec, name) in enumerate(zip(values, specs, names))]
         if self.output_storage:
-            refs += storage or [self._allocate(spec) for spec in self._concrete_outputs(values)]
+            refs += storage or [self._allocate(spec) for i, spec in enumerate(self._concrete_outputs(values))
+                                if i not in self.tied]
         transients = None
         if self.transient_storage:
             transients = self._take_transients(self._query_transients(refs) if self._transients_size is not None
@@ -367,13 +373,22 @@ class Program:
             # written by a whole-buffer copy, which needs discard-write access that buffers
             # imported by DLPack lack: such results go to buffers IREE allocates.
             for i, spec in enumerate(self._concrete_outputs(values)):
+                if i in self.tied:
+                    continue
                 imported = device is not None and not self.copy_inputs and i not in self.copy_outputs
                 tensor, buffer = self._torch_storage(spec, device) if imported else (None, None)
                 tensors[i] = tensor
                 storage.append(buffer if buffer is not None else self._allocate(spec))
         views = self.invoke(values, names, storage)
+        for i, slot in self.tied.items():
+            imported = self._imported[slot]
+            if imported is not None and imported[0] is values[slot]:
+                tensors[i] = values[slot]  # written where it is: the input is its own new value
         outputs = []
         for i, (tensor, bv, spec) in enumerate(zip(tensors, views, self.outputs)):
+            if tensor is not None and i in self.tied:
+                outputs.append(tensor)
+                continue
             spec = spec.concrete(bv.shape)
             dtype = _torch_dtype(spec.dtype)
             if tensor is None and 0 in spec.shape:
