@@ -27,6 +27,7 @@ from braze.errors import (
     UsageError,
 )
 from braze.runtime import CompiledModule, DynamicModule, load
+from braze.runtime.decoder import load_decoder
 from braze.targets import available_devices
 
 _COMPILE_SIDE = {"compile": "braze.compiler", "check": "braze.check", "CheckResult": "braze.check",
@@ -60,5 +61,5 @@ def set_cpu_threads(threads: int | None) -> None:
 __all__ = [
     "ArtifactError", "CheckResult", "ArtifactExistsError", "BrazeError", "BrazeWarning", "CompileError", "CompiledModule", "DependencyError", "DynamicModule",
     "DeviceError", "ExecutionError", "ExportError", "InputError", "InternalError", "KernelResourceError", "PassPipelineError", "UnsupportedOpError", "UsageError",
-    "__version__", "available_devices", "check", "compile", "compile_decoder", "dynamo", "generate", "load", "set_cpu_threads",
+    "__version__", "available_devices", "check", "compile", "compile_decoder", "dynamo", "generate", "load", "load_decoder", "set_cpu_threads",
 ]

@@ -2,6 +2,8 @@
 weights, tiny configurations of each supported family) generate the tokens transformers' eager
 generate() does, the cache is updated in place, and bad input is refused by name."""
 
+import copy
+
 import pytest
 import torch
 
@@ -72,7 +74,9 @@ def test_cache_is_updated_in_place_and_holds_the_step_keys():
                                         [f"cache {i}" for i in range(len(dec.caches))])
     for cache, new in zip(dec.caches, outputs[:len(dec.caches)]):
         assert new.data_ptr() == cache.data_ptr(), "the step's cache update came back in a copy"
-    reference = __import__("copy").deepcopy(dec.step).double()
+    from braze.compiler.decoder import DecoderStep
+
+    reference = DecoderStep(copy.deepcopy(model)).double()
     caches64 = [c.double() for c in before]
     with torch.no_grad():
         reference(token, position, *caches64)
@@ -125,8 +129,27 @@ def test_one_decoder_serves_several_prompts_and_sampling_is_seeded():
     assert set(dec.programs) == {1, 6}, "one decode program and one prefill per prompt length"
 
 
+def test_saved_decoder_generates_without_the_compiler(tmp_path):
+    """load_decoder runs the saved programs; a prompt length without its own prefill program
+    goes through the decode step a token at a time, to the same tokens."""
+    model = _model("qwen3")
+    dec = braze.compile_decoder(model, batch_size=2, max_cache_len=20, cache=False)
+    ids = _prompt(2, 6)
+    dec.prefill(ids)  # compiles the 6-token prefill
+    path = dec.save(tmp_path / "lm.decoder")
+    with pytest.raises(braze.ArtifactExistsError):
+        dec.save(path)
+    loaded = braze.load_decoder(path)
+    assert set(loaded.programs) == {1, 6} and loaded.compile_step is None
+    for prompt in (ids, _prompt(2, 5, seed=4)):
+        assert torch.equal(loaded.generate(prompt, max_new_tokens=9), _eager(model, prompt, 9, eos_token_id=None))
+    assert set(loaded.programs) == {1, 6}
+    with pytest.raises(braze.ArtifactError, match="not a braze decoder"):
+        braze.load_decoder(tmp_path)
+
+
 def test_sampling_follows_temperature_top_k_and_top_p():
-    from braze.compiler.decoder import _sample
+    from braze.runtime.decoder import _sample
 
     logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0]])
     draws = 20000

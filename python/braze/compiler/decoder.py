@@ -16,7 +16,8 @@ changes. The prefill is the same step at T = the prompt's length (compiled once 
 decode step at T = 1 (compiled once). The caches are arguments the program updates, compiled with
 inputs_in_place=True: each cache result is tied to its argument (IREE's iree.abi.output), so the
 program writes the new keys and values into the Decoder's own cache tensors and nothing of the
-cache is copied per token.
+cache is copied per token. The Decoder (the token loop, sampling, save and load) is the runtime's:
+braze.runtime.decoder.
 
 Supported: the standard pre-norm decoder layer as transformers' Llama, Mistral, Qwen2, Qwen3
 (q/k norms) and Gemma (scaled embeddings) write it; anything else is refused naming what differs.
@@ -30,6 +31,7 @@ import torch
 from torch import nn
 
 from braze.errors import InputError, UnsupportedOpError
+from braze.runtime.decoder import Decoder
 
 _LAYER_PARTS = ("self_attn", "mlp", "input_layernorm", "post_attention_layernorm")
 _EXTRA_NORMS = ("pre_feedforward_layernorm", "post_feedforward_layernorm")
@@ -129,7 +131,8 @@ class DecoderStep(nn.Module):
 def compile_decoder(model, batch_size: int = 1, max_cache_len: int = 256, device: str = "cpu",
                     **options):
     """A causal LM's prefill and decode step compiled by braze over a static key/value cache of
-    `max_cache_len` positions for `batch_size` sequences (a Decoder).
+    `max_cache_len` positions for `batch_size` sequences (a braze.runtime.decoder.Decoder: its
+    prefill for a prompt length is compiled on first use; `save` keeps the programs compiled).
 
     model: a transformers causal LM with the standard decoder layer (Llama, Mistral, Qwen2,
       Qwen3, Gemma), in eval mode, in the dtype to run (the cache takes the model's dtype).
@@ -150,7 +153,25 @@ def compile_decoder(model, batch_size: int = 1, max_cache_len: int = 256, device
         raise UnsupportedOpError(f"max_cache_len={max_cache_len} exceeds {type(model).__name__}'s sliding window "
                                  f"({step.window}): braze's decoder keeps a full cache, not a rolling one")
     dtype = next(model.parameters()).dtype
-    return Decoder(step, batch_size, max_cache_len, dtype, device, options)
+    shape = step.cache_shape(batch_size, max_cache_len)
+
+    def compile_step(count: int):
+        from braze.compiler.stages import compile as braze_compile
+        from braze.errors import InternalError
+
+        ids = torch.zeros(batch_size, count, dtype=torch.long)
+        examples = [torch.zeros(shape, dtype=dtype) for _ in range(2 * step.layers)]
+        module = braze_compile(step, ids, torch.zeros(1, dtype=torch.long), *examples, device=device,
+                               inputs_in_place=True, **options)
+        slots = set(range(2, 2 + len(examples)))
+        written = {m["index"] for m in module.signature.mutations if m["kind"] == "input"}
+        if written != slots or module.signature.state:
+            raise InternalError(f"braze.compile_decoder: the step program updates inputs {sorted(written)} and "
+                                f"state {module.signature.state}, where braze expected its caches "
+                                f"{sorted(slots)} (reproduce: braze.compile_decoder on the same model)")
+        return module
+
+    return Decoder({1: compile_step(1)}, compile_step=compile_step)
 
 
 def generate(model, input_ids, max_new_tokens: int = 20, max_cache_len: int | None = None,
@@ -180,119 +201,3 @@ def generate(model, input_ids, max_new_tokens: int = 20, max_cache_len: int | No
     return decoder.generate(ids, max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature,
                             top_k=top_k, top_p=top_p, generator=generator, eos_token_id=eos_token_id,
                             pad_token_id=pad_token_id, attention_mask=attention_mask)
-
-
-class Decoder:
-    """A causal LM compiled for generation: the decode step (compiled at once), a prefill per
-    prompt length (compiled on first use), and the key/value cache they share (torch tensors of
-    the model's dtype on the device, [batch, kv heads, max_cache_len, head dim] per layer)."""
-
-    def __init__(self, step: DecoderStep, batch_size: int, max_cache_len: int, dtype, device: str, options: dict):
-        self.step, self.batch_size, self.max_cache_len, self.device = step, batch_size, max_cache_len, device
-        self.options = options
-        where = "cuda" if device == "cuda" else "cpu"
-        shape = step.cache_shape(batch_size, max_cache_len)
-        self.caches = [torch.zeros(shape, dtype=dtype, device=where) for _ in range(2 * step.layers)]
-        self.position = 0
-        """How many cache positions hold this sequence's keys and values."""
-        self.programs: dict[int, object] = {}
-        """CompiledModule per tokens a call (1: the decode step; the prompt lengths seen)."""
-        self.program(1)
-
-    def program(self, count: int):
-        """The step compiled for `count` tokens a call."""
-        if count not in self.programs:
-            from braze.compiler.stages import compile as braze_compile
-            from braze.errors import InternalError
-
-            ids = torch.zeros(self.batch_size, count, dtype=torch.long)
-            examples = [torch.zeros_like(c, device="cpu") for c in self.caches]
-            module = braze_compile(self.step, ids, torch.zeros(1, dtype=torch.long), *examples,
-                                   device=self.device, inputs_in_place=True, **self.options)
-            slots = set(range(2, 2 + len(self.caches)))
-            written = {m["index"] for m in module.signature.mutations if m["kind"] == "input"}
-            if written != slots or module.signature.state:
-                raise InternalError(f"braze.compile_decoder: the step program updates inputs {sorted(written)} and "
-                                    f"state {module.signature.state}, where braze expected its caches "
-                                    f"{sorted(slots)} (reproduce: braze.compile_decoder on the same model)")
-            self.programs[count] = module
-        return self.programs[count]
-
-    def _run(self, ids, start: int):
-        count = ids.shape[1]
-        if start + count > self.max_cache_len:
-            raise InputError(f"the cache holds {self.max_cache_len} positions; {start} are in use and this call "
-                             f"adds {count}: compile the decoder with a larger max_cache_len")
-        where = self.caches[0].device
-        logits = self.program(count)(ids.to(where), torch.tensor([start], dtype=torch.long, device=where), *self.caches)
-        self.position = start + count
-        return logits
-
-    def prefill(self, input_ids):
-        """Start a sequence: the prompt's keys and values into the cache (from position 0);
-        returns the logits after its last token, [batch, vocab]."""
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        if ids.dim() != 2 or ids.shape[0] != self.batch_size or ids.shape[1] < 1:
-            raise InputError(f"input_ids: expected [{self.batch_size}, tokens] (the decoder's batch), "
-                             f"got shape {tuple(ids.shape)}")
-        return self._run(ids, 0)
-
-    def decode(self, tokens):
-        """The next token of each sequence ([batch] or [batch, 1]) at the next position; returns
-        the logits after it, [batch, vocab]."""
-        ids = torch.as_tensor(tokens, dtype=torch.long).reshape(-1, 1)
-        if ids.shape[0] != self.batch_size:
-            raise InputError(f"tokens: expected {self.batch_size} (one a sequence), got {ids.shape[0]}")
-        if self.position == 0:
-            raise InputError("decode() before prefill(): start each sequence with prefill(prompt)")
-        return self._run(ids, self.position)
-
-    def generate(self, input_ids, max_new_tokens: int = 20, do_sample: bool = False, temperature: float = 1.0,
-                 top_k: int | None = None, top_p: float | None = None, generator=None, eos_token_id=None,
-                 pad_token_id=None, attention_mask=None):
-        """The prompt followed by up to max_new_tokens tokens, [batch, prompt + new]
-        (braze.generate says what each argument does)."""
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        if attention_mask is not None and not bool(torch.as_tensor(attention_mask).bool().all()):
-            raise InputError("attention_mask has padding (zeros): braze's decoder takes prompts of one length "
-                             "without padding for now; generate each length apart")
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise InputError(f"max_new_tokens={max_new_tokens!r}: give a positive number of tokens")
-        if ids.dim() == 2 and ids.shape[1] + max_new_tokens - 1 > self.max_cache_len:
-            raise InputError(f"a {ids.shape[1]}-token prompt and {max_new_tokens} new tokens need "
-                             f"{ids.shape[1] + max_new_tokens - 1} cache positions; the decoder has {self.max_cache_len}")
-        if do_sample and not temperature > 0:
-            raise InputError(f"temperature={temperature!r}: sampling needs a positive temperature (or do_sample=False)")
-        eos = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []),
-                           dtype=torch.long)
-        if pad_token_id is None and len(eos):
-            pad_token_id = int(eos[0])
-        logits = self.prefill(ids)
-        out, done = [ids], torch.zeros(ids.shape[0], dtype=torch.bool)
-        for i in range(max_new_tokens):
-            scores = logits.float().cpu()
-            nxt = _sample(scores, temperature, top_k, top_p, generator) if do_sample else scores.argmax(-1)
-            if len(eos):
-                nxt = torch.where(done, torch.tensor(pad_token_id), nxt)
-                done = done | torch.isin(nxt, eos)
-            out.append(nxt[:, None])
-            if i == max_new_tokens - 1 or (len(eos) and bool(done.all())):
-                break
-            logits = self.decode(nxt)
-        return torch.cat(out, dim=1)
-
-
-def _sample(scores, temperature: float, top_k: int | None, top_p: float | None, generator):
-    """One token per row from softmax(scores / temperature), limited to the top_k scores and to
-    the fewest tokens whose probability reaches top_p (transformers' warpers, in its order)."""
-    if temperature != 1.0:
-        scores = scores / temperature
-    if top_k:
-        kth = torch.topk(scores, min(int(top_k), scores.shape[-1])).values[..., -1:]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    if top_p is not None and top_p < 1.0:
-        ordered, order = torch.sort(scores, descending=False)
-        cut = ordered.softmax(-1).cumsum(-1) <= 1 - top_p
-        cut[..., -1:] = False  # keep at least the most likely token
-        scores = scores.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
-    return torch.multinomial(scores.softmax(-1), 1, generator=generator)[:, 0]

@@ -3,6 +3,7 @@ with iree-base-runtime and numpy only (torch where the caller passes torch tenso
 
     module      CompiledModule (the call path, save) and load
     dynamic     DynamicModule: a dynamic and a static build, called by shape
+    decoder     Decoder: generation over step programs sharing a static KV cache (load_decoder)
     artifact    the .braze file: program, metadata, buffers, launch plan
     program     running a program with iree.runtime (CPU, CUDA, Vulkan)
     cpu         the CPU driver, threads and how callers wait (set_cpu_threads)
