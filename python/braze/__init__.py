@@ -27,11 +27,12 @@ from braze.errors import (
     UsageError,
 )
 from braze.runtime import CompiledModule, DynamicModule, load
-from braze.runtime.decoder import load_decoder
 from braze.targets import available_devices
 
 _COMPILE_SIDE = {"compile": "braze.compiler", "check": "braze.check", "CheckResult": "braze.check",
-                 "compile_decoder": "braze.compiler.decoder", "generate": "braze.compiler.decoder"}
+                 "compile_decoder": "braze.compiler.decoder", "generate": "braze.compiler.decoder",
+                 "load_decoder": "braze.runtime.decoder"}
+"""Loaded on first use (load_decoder too: it is the runtime's, but the token loop needs torch)."""
 
 
 def __getattr__(name: str):
