@@ -27,8 +27,6 @@ class Decoder:
     dtype on their device, one [batch, kv heads, max_cache_len, head dim] per layer and kind."""
 
     def __init__(self, programs: dict, compile_step=None):
-        import torch
-
         if 1 not in programs:
             raise ArtifactError("a decoder needs its decode step (the program for 1 token a call)")
         self.programs = dict(programs)
@@ -39,11 +37,22 @@ class Decoder:
         ids, caches = spec[0], spec[2:]
         self.batch_size = ids.shape[0]
         self.max_cache_len = caches[0].shape[2]
-        device = "cuda" if self.programs[1].target.device == "cuda" else "cpu"
-        dtype = getattr(torch, caches[0].dtype)
-        self.caches = [torch.zeros(tuple(c.shape), dtype=dtype, device=device) for c in caches]
+        self._cache_specs = caches
+        self._caches = None
         self.position = 0
         """How many cache positions hold this sequence's keys and values."""
+
+    @property
+    def caches(self) -> list:
+        """The key and value caches (allocated on first use, on the programs' device: a decoder
+        compiled here for another machine's GPU allocates nothing here)."""
+        if self._caches is None:
+            import torch
+
+            device = "cuda" if self.programs[1].target.device == "cuda" else "cpu"
+            dtype = getattr(torch, self._cache_specs[0].dtype)
+            self._caches = [torch.zeros(tuple(c.shape), dtype=dtype, device=device) for c in self._cache_specs]
+        return self._caches
 
     def program(self, count: int):
         """The step program for `count` tokens a call (compiled now if the decoder can), or None."""
