@@ -213,3 +213,22 @@ def test_inputs_in_place_writes_the_callers_tensor_as_eager_does(tmp_path, abi):
             torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-5)
             assert torch.equal(cache, want_cache), "the caller's tensor does not hold the update"
             assert cache.data_ptr() == ptr
+
+
+def test_cuda_decode_step_plan_is_iree_program_with_caches_in_place():
+    """Compiled for an sm_90 GPU here: braze's launch plan exists, hands back each cache as its
+    own result (the tied input, no output buffer, no copy step) and issues exactly the commands
+    IREE's program does (plan_check replays the bytecode), the queue copy of a hoisted constant
+    into the transient buffer included."""
+    from braze.runtime.cuda import plan_check
+    from braze.runtime.cuda.plan import Ref
+
+    dec = braze.compile_decoder(_model("llama"), batch_size=1, max_cache_len=16, device="cuda", target="sm_90",
+                                cache=False)
+    module = dec.programs[1]
+    assert module.plan is not None, module.report.launch_plan
+    caches = len(module.signature.program_inputs) - 2
+    assert [o.buffer for o in module.plan.outputs[:caches]] == [Ref("input", 2 + i) for i in range(caches)]
+    assert all(o.offset == 0 for o in module.plan.outputs[:caches])
+    assert not any(s.op == "copy" and s.target.kind == "input" for s in module.plan.steps)
+    assert plan_check.check(module.vmfb, module.plan) == []

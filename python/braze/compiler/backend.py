@@ -352,7 +352,8 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
         from braze.compiler.cuda_plan import plan_or_reason
 
         inputs, outputs = launch_plan
-        at_hal = lambda module_op: plan_or_reason(module_op, inputs, outputs)  # noqa: E731
+        at_hal = lambda module_op: plan_or_reason(module_op, inputs, outputs,  # noqa: E731
+                                                  {result: arg for arg, result in tied})
     at_configurations = None
     if target.device == "vulkan":
         from braze.compiler.vulkan_workarounds import avoid_promoted_permuting_copies as at_configurations

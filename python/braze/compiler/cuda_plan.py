@@ -88,8 +88,10 @@ _CASTS = {"arith.index_cast", "arith.index_castui", "arith.extui", "arith.extsi"
 
 class _Interpreter:
     def __init__(self, module_op, resources: dict[str, bytes], input_bytes: list, output_bytes: list,
-                 transient_bytes):
+                 transient_bytes, tied: dict | None = None):
         self.module = module_op
+        self.tied = dict(tied or {})
+        """result -> input whose buffer holds it (no output argument of its own)."""
         self.resources = resources
         self.input_bytes, self.output_bytes, self.transient_bytes = input_bytes, output_bytes, transient_bytes
         self.globals: dict[str, object] = {}
@@ -210,7 +212,9 @@ class _Interpreter:
         block = funcs[0].regions[0].blocks[0]
         env: dict = {}
         args = list(block.arguments)
-        n_in, n_out = len(self.input_bytes), len(self.output_bytes)
+        n_in = len(self.input_bytes)
+        untied = [i for i in range(len(self.output_bytes)) if i not in self.tied]  # each has an output argument
+        n_out = len(untied)
         expected = n_in + n_out + (1 if self.transient_bytes else 0)
         if len(args) not in (expected, n_in + n_out + 1, n_in + n_out):
             raise Unsupported(f"@{function} takes {len(args)} arguments")
@@ -218,19 +222,22 @@ class _Interpreter:
             if i < n_in:
                 env[a] = ("view", i)
             elif i < n_in + n_out:
-                size = self.output_bytes[i - n_in]
+                result = untied[i - n_in]
+                size = self.output_bytes[result]
                 if size is None:  # a dynamic result: as many bytes as the call's result has
-                    self.exprs.append(["outlen", i - n_in])
+                    self.exprs.append(["outlen", result])
                     size = Sym(len(self.exprs) - 1)
-                env[a] = _Buffer(Ref("output", i - n_in), size)
+                env[a] = _Buffer(Ref("output", result), size)
             else:
                 env[a] = _Buffer(Ref("transient", 0), self.transient_bytes)
         self.steps = []
         results = self._run_region(funcs[0].regions[0], env, initializer=False)
         outputs = []
-        for r in results:
+        for i, r in enumerate(results):
             if not isinstance(r, _View):
                 raise Unsupported("a result is not a buffer view")
+            if i in self.tied and (r.buffer.ref != Ref("input", self.tied[i]) or self.num("add", r.buffer.offset, r.offset)):
+                raise Unsupported(f"result {i}, tied to input {self.tied[i]}, is not that input's buffer")
             shape = r.shape if any(isinstance(d, Sym) for d in r.shape) else None
             outputs.append(Output(r.buffer.ref, self.num("add", r.buffer.offset, r.offset), r.length, shape))
         return self.steps, outputs
@@ -402,6 +409,16 @@ class _Interpreter:
             at = target.offset + offset
             data[at:at + length] = (chunk * (length // width + 1))[:length]
             return
+        if name == "hal.device.queue.copy" and not initializer:
+            # operands: device, affinity, wait, signal, source, source offset, target, target
+            # offset, length. IREE orders it by fences before the next execute; the launcher
+            # runs every step in order on one stream, which keeps that order.
+            source, source_offset, target, target_offset, length = operands[4:9]
+            if not (isinstance(source, _Buffer) and isinstance(target, _Buffer)):
+                raise Unsupported("a queue copy of something that is not a buffer")
+            self.steps.append(Step("copy", target.ref, self.num("add", target.offset, target_offset), length,
+                                   source.ref, self.num("add", source.offset, source_offset)))
+            return
         if name == "hal.buffer_view.buffer":
             view = operands[0]
             if not (isinstance(view, tuple) and view[0] == "view"):
@@ -552,19 +569,21 @@ def transient_size(module_op, function: str = "main") -> int | str:
     return 0
 
 
-def plan_or_reason(module_op, input_bytes: list, output_bytes: list) -> LaunchPlan | str:
+def plan_or_reason(module_op, input_bytes: list, output_bytes: list, tied: dict | None = None) -> LaunchPlan | str:
     """The launch plan of a HAL-phase module, or why it has none. A dynamic input's entry is
-    (shape with -1 where dynamic, bytes an element); a dynamic output's is None."""
+    (shape with -1 where dynamic, bytes an element); a dynamic output's is None. tied: result ->
+    input written in place (compile(inputs_in_place=True)): the result's Output is that input."""
     try:
-        return plan_from_hal(module_op, input_bytes, output_bytes, transient_size(module_op))
+        return plan_from_hal(module_op, input_bytes, output_bytes, transient_size(module_op), tied)
     except Unsupported as e:
         return str(e)
 
 
-def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_bytes: int | str) -> LaunchPlan:
+def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_bytes: int | str,
+                  tied: dict | None = None) -> LaunchPlan:
     """The launch plan of a HAL-phase module (Unsupported when it cannot have one)."""
     text = module_op.get_asm()  # for the dialect resources: weights are blobs there
-    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, 0)
+    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, 0, tied)
     interp.run_initializers()
     if isinstance(transient_bytes, str):  # IREE's query function: its value, per input shape
         sizer = [f for f in all_ops(module_op, "util.func")

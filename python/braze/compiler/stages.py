@@ -137,7 +137,7 @@ def compile(model, *example_inputs, device: str = "cpu", target: str | None = No
       are written by the program where they are (IREE's iree.abi.output tie), as eager does,
       instead of into copies that braze writes back after the call (the default, False): no
       copy of a big buffer such as a KV cache per call, but a call that fails may leave them
-      partly written. Runs on iree.runtime (the CUDA launch plan does not follow ties yet).
+      partly written. On CUDA the launch plan hands each such input back as its own result.
     """
     if options:
         raise TypeError(f"braze.compile() got unknown options: {', '.join(sorted(options))}")
@@ -242,10 +242,7 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
         ahead = len(lowered.signature.state)
         tied = tuple((ahead + m["index"], j) for j, m in enumerate(lowered.signature.mutations) if m["kind"] == "input")
     if tgt.device == "cuda" and runtime != "iree":
-        if tied:
-            report.launch_plan = ("none: inputs_in_place=True ties results to the inputs they update, which the "
-                                  "launch plan does not follow yet")
-        elif output_storage:
+        if output_storage:
             # A dynamic build's sizes: an input's (shape, bytes an element), an output's None
             # (both become the plan's per-call arithmetic, braze.compiler.cuda_plan).
             plan_sizes = ([(list(s.shape), _itemsize(s)) if s.dynamic else _nbytes(s)

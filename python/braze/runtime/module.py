@@ -90,7 +90,8 @@ class CompiledModule:
 
             kind = DynamicLauncher if self.plan.symbolic else Launcher
             self._launcher = kind(self.plan, self.signature.program_inputs, self.signature.outputs,
-                                  copy_inputs=frozenset(self.abi["copy_inputs"]))
+                                  copy_inputs=frozenset(self.abi["copy_inputs"]),
+                                  tied=frozenset(int(r) for _, r in self.abi["tied"]))
         return self._launcher
 
     def runtime_for(self, *args, **kwargs) -> str:

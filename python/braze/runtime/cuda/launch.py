@@ -57,9 +57,12 @@ class _Dispatch:
 
 class Launcher:
     def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
-                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None, loaded=None):
+                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None, loaded=None,
+                 tied: frozenset = frozenset()):
         """loaded: another Launcher's `loaded` for the same program (its kernels and weights on
-        the GPU, load-time steps run): a dynamic build's launcher for one more shape."""
+        the GPU, load-time steps run): a dynamic build's launcher for one more shape. tied: the
+        results written where an input is (compile(inputs_in_place=True)): the plan's Output
+        of each is that input, and the call returns the input tensor the kernels wrote."""
         import torch
 
         if not torch.cuda.is_available():
@@ -86,6 +89,9 @@ class Launcher:
         self.plan = plan
         self.input_specs, self.output_specs = input_specs, output_specs
         self.copy_inputs = copy_inputs
+        self.tied = {i: plan.outputs[i].buffer.index for i in tied}
+        if any(plan.outputs[i].buffer.kind != "input" or plan.outputs[i].offset for i in tied):
+            raise ValueError("a tied result whose plan output is not its input's buffer")
         self._dtypes = [getattr(torch, s.dtype) for s in output_specs]
         # The flat table of base pointers: inputs, outputs, transient, constants.
         self._first_output = len(input_specs)
@@ -161,6 +167,8 @@ class Launcher:
             keep.append(t)
             bases[i] = t.data_ptr()
         outputs = self._new_outputs()
+        for i, slot in self.tied.items():
+            outputs[i] = keep[slot]  # the tensor the kernels updated: the caller's, or the copy passed
         for i, t in enumerate(outputs):
             bases[self._first_output + i] = t.data_ptr()
         transient = None
@@ -178,14 +186,14 @@ class Launcher:
         return outputs
 
     def _new_outputs(self) -> list:
-        return [self.torch.empty(spec.shape, dtype=dtype, device=self.device)
-                for spec, dtype in zip(self.output_specs, self._dtypes)]
+        return [None if i in self.tied else self.torch.empty(spec.shape, dtype=dtype, device=self.device)
+                for i, (spec, dtype) in enumerate(zip(self.output_specs, self._dtypes))]
 
     def _result_copy_steps(self) -> list:
         """A copy step for each result IREE leaves in another buffer than its output."""
         steps = []
         for i, out in enumerate(self.plan.outputs):
-            if not (out.buffer.kind == "output" and out.offset == 0):
+            if i not in self.tied and not (out.buffer.kind == "output" and out.offset == 0):
                 copy = Step(op="copy", target=Ref("output", i), length=out.nbytes, source=out.buffer,
                             source_offset=out.offset)
                 steps.append(self._prepare(copy))
@@ -262,10 +270,10 @@ class DynamicLauncher:
     MAX_SHAPES = 64
 
     def __init__(self, plan: LaunchPlan, input_specs: list, output_specs: list, device_index: int = 0,
-                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None):
+                 copy_inputs: frozenset = frozenset(), graphs: bool | None = None, tied: frozenset = frozenset()):
         self.plan = plan
         self.input_specs, self.output_specs = input_specs, output_specs
-        self.index, self.copy_inputs, self.graphs = device_index, copy_inputs, graphs
+        self.index, self.copy_inputs, self.graphs, self.tied = device_index, copy_inputs, graphs, tied
         self._loaded = None
         self._by_shape: dict = {}
         self._lock = threading.Lock()
@@ -314,6 +322,7 @@ class DynamicLauncher:
         outs = [spec.concrete(o.shape) if spec.dynamic else spec for spec, o in zip(self.output_specs, plan.outputs)]
         if any(spec.dynamic for spec in outs):
             raise InternalError("braze bug: the launch plan gives no shape for a dynamic result")
-        launcher = Launcher(plan, ins, outs, self.index, self.copy_inputs, self.graphs, loaded=self._loaded)
+        launcher = Launcher(plan, ins, outs, self.index, self.copy_inputs, self.graphs, loaded=self._loaded,
+                            tied=self.tied)
         self._loaded = launcher.loaded
         return launcher

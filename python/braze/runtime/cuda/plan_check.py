@@ -398,6 +398,10 @@ class _Hal:
 
     def device_queue_copy(self, device, affinity, wait, signal, source, source_offset, target, target_offset, length,
                           flags):
+        if self.phase == "main":  # a copy step of main, in order with its executes (as the launcher runs it)
+            self.commands["main"].append(Command("copy", [(source.root, source.offset + source_offset, length),
+                                                          (target.root, target.offset + target_offset, length)]))
+            return
         self.queue_ops.append(f"{self.phase}: queue.copy")
         if target.root.kind != "alloc" or source.root.data is None:
             raise ReplayError(f"a queue copy from {source.root} to {target.root}")
@@ -920,6 +924,11 @@ def record(vmfb: bytes, shapes: list | None = None) -> Recording:
             shapes.append(dims)
     if len(shapes) != len(inputs):
         raise ReplayError(f"main takes {len(inputs)} tensors, {len(shapes)} shapes given")
+    # An input tied to a result (`{iree.abi.output = N}`) holds that result: the output
+    # arguments are the other results', in order.
+    decl = module.signatures[module.exports["main"]][1].get("iree.abi.declaration", "")
+    tied = {int(n) for n in re.findall(r"iree\.abi\.output = (\d+)", decl)}
+    untied = iter(i for i in range(len(kinds) + len(tied)) if i not in tied)
     views, roots, n_in, n_out = [], [], 0, 0
     for kind, t in kinds:
         if kind == "input":
@@ -931,7 +940,7 @@ def record(vmfb: bytes, shapes: list | None = None) -> Recording:
             views.append(View(Buffer(root, 0, size), shape))
             n_in += 1
         elif kind == "output":
-            views.append(Buffer(Root("output", n_out), 0, None))
+            views.append(Buffer(Root("output", next(untied)), 0, None))
             n_out += 1
         else:
             views.append(None)  # the transient buffer, sized below
