@@ -65,10 +65,15 @@ def run(out: str) -> None:
         with torch.no_grad():
             want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, do_sample=False,
                                   pad_token_id=0, eos_token_id=None)
-        dec = braze.load_decoder(f"{out}/{name}.decoder", device="cuda")
-        got = dec.generate(ids, max_new_tokens=new).to(want.device)
-        differ = (got[0] != want[0]).nonzero()
-        first = int(differ[0]) - prompt if len(differ) else new
+        firsts = []
+        for runtime in ("iree", None):  # iree.runtime, then braze's launcher (kept for the timing)
+            dec = braze.load_decoder(f"{out}/{name}.decoder", device="cuda", runtime=runtime)
+            got = dec.generate(ids, max_new_tokens=new).to(want.device)
+            differ = (got[0] != want[0]).nonzero()
+            firsts.append(int(differ[0]) - prompt if len(differ) else new)
+        first = min(firsts)
+        print(f"{name}: first differing new token, iree.runtime {firsts[0]}, launcher {firsts[1]} (of {new}); "
+              f"launcher used: {dec.programs[1].runtime_for(ids[:, :1], torch.tensor([0], device='cuda'), *dec.caches)}")
         # one decode step each, after a prefill, timed over 50 steps
         dec.prefill(ids)
         token = got[:, prompt]
