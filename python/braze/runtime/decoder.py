@@ -130,7 +130,7 @@ class Decoder:
             if len(eos):
                 nxt = torch.where(done, torch.tensor(pad_token_id), nxt)
                 done = done | torch.isin(nxt, eos)
-            out.append(nxt[:, None])
+            out.append(nxt[:, None].to(ids.device))
             if i == max_new_tokens - 1 or (len(eos) and bool(done.all())):
                 break
             logits = self.decode(nxt)
