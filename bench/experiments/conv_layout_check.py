@@ -9,6 +9,10 @@
     python bench/experiments/conv_layout_check.py network WORKLOAD ARTIFACT...   # GPU host: whole
         networks (e.g. resnet18_bf16 built with fusion-channels-last{pools=false} or {fold=false}),
         each through braze's launcher and iree.runtime, beside eager
+    python bench/experiments/conv_layout_check.py variants CASE DIR [VARIANT...]   # here: CASE's (or a
+        bench workload's) NHWC build with braze's choices changed (VARIANTS below) -> DIR/CASE.VARIANT.braze
+    python bench/experiments/conv_layout_check.py case CASE ARTIFACT...   # GPU host: one case's
+        artifacts against float64, beside eager (through the launcher and iree.runtime)
 
 Each case is a small model (ResNet's stem, its max pool, a 3x3 convolution with BatchNorm and
 ReLU, both block kinds) in bfloat16 at ResNet's batch-8 sizes; `run` prints each variant's largest
@@ -122,6 +126,67 @@ def network(name: str, paths: list[str]) -> None:
                 print(f"{path} ({runtime or 'launcher'}): {err:.2e}", flush=True)
 
 
+VARIANTS = {
+    # the stem reads the model's NCHW input itself (default) or its NHWC transpose
+    "nhwc": {},
+    "nhwc-transposed-input": {"nchw_input_channels": 0},
+    # the convolution tiles the cost model picks from: one small-K tile, and one without pipelining
+    "nhwc-tile-64x64x32": {"conv_tiles": ((64, 64, 32, 4, 2, 1.0),)},
+    "nhwc-tile-1-stage": {"conv_tiles": ((128, 64, 64, 4, 1, 1.0),)},
+}
+
+
+def variants(name: str, out: str, which: list[str]) -> None:
+    import braze
+    from braze.kernels import gemm
+    from braze.passes.gpu import generate_kernels
+
+    os.makedirs(out, exist_ok=True)
+    if name in _cases():
+        model, x = _build_case(*_cases()[name])
+    else:  # a bench workload (e.g. resnet18_bf16)
+        from braze.testing.zoo import workload
+
+        model, (x,) = workload(name).build("cuda")
+    saved = (generate_kernels.NCHW_INPUT_CHANNELS, gemm.CONV_TILES)
+    for variant in which or list(VARIANTS):
+        change = VARIANTS[variant]
+        generate_kernels.NCHW_INPUT_CHANNELS = change.get("nchw_input_channels", saved[0])
+        gemm.CONV_TILES = change.get("conv_tiles", saved[1])
+        try:
+            m = braze.compile(model, x, device="cuda", target="sm_90", cache=False,
+                              pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=on}")
+        finally:
+            generate_kernels.NCHW_INPUT_CHANNELS, gemm.CONV_TILES = saved
+        m.save(os.path.join(out, f"{name}.{variant}.braze"), overwrite=True)
+        print(f"{name}.{variant}: {m.report.dispatch_count} dispatches", flush=True)
+
+
+def case(name: str, paths: list[str]) -> None:
+    import braze
+
+    make, shape = _cases()[name]
+    model, x = _build_case(make, shape)
+    with torch.no_grad():
+        exact = copy.deepcopy(model).double()(x.double())
+        model, xc = model.cuda(), x.cuda()
+        print(f"{name} eager: {float((model(xc).double().cpu() - exact).abs().max()):.2e} (against float64, "
+              f"values up to {float(exact.abs().max()):.1f})")
+        for path in paths:
+            for runtime in (None, "iree"):
+                m = braze.load(path, device="cuda", **({"runtime": runtime} if runtime else {}))
+                err = (m(xc).double().cpu() - exact).abs()
+                off = err > 0.1
+                where = ""
+                if off.any() and err.dim() == 4:  # which images, channels, rows and columns are wrong
+                    n, c, h, w = (off.nonzero()[:, i] for i in range(4))
+                    where = (f"; off in images {sorted(set(n.tolist()))[:8]}, {len(set(c.tolist()))} channels, "
+                             f"rows {int(h.min())}..{int(h.max())}, columns {int(w.min())}..{int(w.max())}; worst at "
+                             f"{list(map(int, (err == err.max()).nonzero()[0]))}")
+                print(f"{path} ({runtime or 'launcher'}): {float(err.max()):.2e}, "
+                      f"{int(off.sum())} of {err.numel()} elements off by > 0.1{where}", flush=True)
+
+
 def specs(name: str) -> None:
     import dataclasses
     import subprocess
@@ -184,9 +249,13 @@ def cpu(name: str) -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] in ("specs", "cpu"):
         sys.exit(specs(sys.argv[2]) if sys.argv[1] == "specs" else cpu(sys.argv[2]))
-    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "network"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run", "network", "variants", "case"):
         sys.exit(__doc__)
-    if sys.argv[1] == "network":
+    if sys.argv[1] == "variants":
+        variants(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "case":
+        case(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "network":
         network(sys.argv[2], sys.argv[3:])
     else:
         build(sys.argv[2]) if sys.argv[1] == "build" else run(sys.argv[2])
