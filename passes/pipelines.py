@@ -113,10 +113,11 @@ class CudaPipeline(PassPipeline):
     rows: str = option("on", "Row programs (LayerNorm, RMSNorm, softmax: a reduction of the last dimension with the "
                              "elementwise work around it) as generated row kernels: on, off (IREE's dispatches)",
                        check=one_of("on", "off"))
-    channels_last: str = option("off", "Generated convolutions in NHWC (fusion-channels-last: one layout change at "
-                                       "the model's input, none between layers): off (NCHW kernels; the default until "
-                                       "the NHWC build's 10x-eager bf16 error on the GPU is explained, bench/NOTES.md "
-                                       "§49), auto (in functions of 2 or more convolutions), on (also a lone one)",
+    channels_last: str = option("off", "Generated convolutions in NHWC (fusion-channels-last: one layout change "
+                                       "after the 3-channel stem, none between layers): off (NCHW kernels; the "
+                                       "default until whole networks are verified on the GPU with the stem left "
+                                       "NCHW, whose NHWC kernel was wrong there, bench/NOTES.md §49), auto (in "
+                                       "functions of 2 or more convolutions), on (also a lone one)",
                                 check=one_of("off", "auto", "on"))
 
     def expand(self) -> str:

@@ -12,7 +12,8 @@
     ... = linalg.transpose %r [0, 3, 1, 2]                           (only where an NCHW reader is left)
 
 Each static NCHW convolution of one group that fusion-generate-kernels takes (its element
-types: `types`) becomes an NHWC one with its weight transposed to [F, KH, KW, C], and the layout
+types: `types`) of at least `min-channels` input channels becomes an NHWC one with its weight
+transposed to [F, KH, KW, C], and the layout
 flows forward through the function's block, in order:
 - an elementwise generic (all loops parallel, each result written whole) with an NHWC input
   runs over NHWC loops (its maps renamed, d1 -> d3: a per-channel [C, 1, 1] operand is read
@@ -69,6 +70,10 @@ class ChannelsLastPass(ModulePass):
     min_convs: int = option(2, "Convert a function only where it has at least this many such convolutions: "
                                "a lone one would pay a layout copy of its input and of its output for it",
                             minimum=1)
+    min_channels: int = option(16, "Convolutions of fewer input channels (a network's 3-channel stem) stay "
+                                   "NCHW: their NHWC kernel, which gathers element by element, gave wrong "
+                                   "results on the GPU (bench/NOTES.md §49) where the NCHW one is exact",
+                               minimum=1)
     pools: bool = option(True, "Max and sum pooling of an NHWC input become NHWC (false: they stay NCHW, "
                                "transposes around them)")
     fold: bool = option(True, "Other generics (reductions) read an NHWC input through a permuted map (false: "
@@ -79,11 +84,16 @@ class ChannelsLastPass(ModulePass):
         for f in all_ops(module, "func.func"):
             if not f.regions[0].blocks:
                 continue
-            convs = [op for op in f.regions[0].blocks[0].operations
-                     if op.operation.name == CONV and generated_conv(op.operation, types)]
+            convs = [op for op in f.regions[0].blocks[0].operations if _convertible(op.operation, types, self.min_channels)]
             if len(convs) >= self.min_convs:
                 with f.location:
-                    _Layout(f, types, self.name, self.pools, self.fold).run()
+                    _Layout(f, types, self.name, self.pools, self.fold, self.min_channels).run()
+
+
+def _convertible(op: ir.Operation, types: tuple[str, ...], min_channels: int) -> bool:
+    """A convolution this pass makes NHWC: one fusion-generate-kernels takes, of enough input channels."""
+    return (op.name == CONV and generated_conv(op, types)
+            and ir.RankedTensorType(op.operands[0].type).shape[1] >= min_channels)
 
 
 def _map_texts(op: ir.Operation) -> list[str]:
@@ -114,8 +124,9 @@ class _Layout:
     transpose or producer: Values are not hashable across Python wrappers)."""
 
     def __init__(self, f: ir.Operation, types: tuple[str, ...], pass_name: str, pools: bool = True,
-                 fold: bool = True):
+                 fold: bool = True, min_channels: int = 1):
         self.f, self.types, self.pass_name, self.pools, self.fold = f, types, pass_name, pools, fold
+        self.min_channels = min_channels
         self.nhwc: dict = {}
 
     # -- values ------------------------------------------------------------------------------
@@ -187,7 +198,7 @@ class _Layout:
     def run(self) -> None:
         block = self.f.regions[0].blocks[0]
         for op in [o.operation for o in block.operations]:
-            if op.name == CONV and generated_conv(op, self.types):
+            if _convertible(op, self.types, self.min_channels):
                 if decide(self.pass_name, f"{op.name} {' x '.join(str(v.type) for v in list(op.operands)[:2])} "
                                           f"in NHWC at {short_location(str(op.location))}"):
                     self.conv(op)

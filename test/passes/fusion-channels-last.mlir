@@ -1,7 +1,8 @@
-// RUN: braze-opt %s --split-input-file -p fusion-channels-last | FileCheck %s
-// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{types=bf16}' | FileCheck %s --check-prefix=BF16
-// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{min-convs=3}' | FileCheck %s --check-prefix=BF16
-// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{pools=false fold=false}' | FileCheck %s --check-prefix=KEEP
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{min-channels=1}' | FileCheck %s
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{types=bf16 min-channels=1}' | FileCheck %s --check-prefix=BF16
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{min-convs=3 min-channels=1}' | FileCheck %s --check-prefix=BF16
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last' | FileCheck %s --check-prefix=BF16
+// RUN: braze-opt %s --split-input-file -p 'fusion-channels-last{pools=false fold=false min-channels=1}' | FileCheck %s --check-prefix=KEEP
 
 // A stem (padded conv, a per-channel scale, ReLU), a -inf pad and max pool, a 1x1 conv whose
 // result adds the pool's output, then the average pool's reduction: every conv and the pool
@@ -35,7 +36,8 @@
 //       KEEP:   linalg.conv_2d_nhwc_fhwc
 //       KEEP:   linalg.transpose {{.+}} permutation = [0, 3, 1, 2]
 //       KEEP:   iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.+}} : tensor<2x4x4x4xf32>) outs(%{{.+}} : tensor<2x4x1x1xf32>)
-// BF16 (and min-convs=3: a function of two convolutions is left as it is):
+// BF16 (and min-convs=3: a function of two convolutions is left as it is; and the default
+// min-channels=16: convolutions of 3 and 4 input channels stay NCHW):
 // BF16-LABEL: func.func @net
 //   BF16-NOT:   linalg.transpose
 //       BF16:   linalg.conv_2d_nchw_fchw

@@ -4,9 +4,11 @@
   3-channel stem with BatchNorm and ReLU, a -inf pad and max pool, a bottleneck with a strided
   3x3 and a 1x1 shortcut, a biased convolution, a residual add, the average pool's reduction, a
   classifier), compiled for llvm-cpu with the pass in the pipeline, against eager in float64.
-- The CUDA lowering: every convolution a generated NHWC kernel, the stem reading the model's
-  NCHW input itself, and no layout copy left between them (the only transposes are of
-  constant weights, which IREE computes once); `channels-last=off` keeps the NCHW kernels.
+- The CUDA lowering: every convolution a generated NHWC kernel but the 3-channel stem's (its NHWC
+  kernel was wrong on the GPU: min-channels=16), one transpose of the stem's pooled result and
+  no other layout copy; with min-channels=1 the stem too, reading the model's NCHW input itself
+  (the only transposes then are of constant weights, which IREE computes once);
+  `channels-last=off` keeps the NCHW kernels.
 The NHWC kernel template itself is checked in test_generated_kernels (Triton's interpreter).
 """
 
@@ -52,10 +54,12 @@ def _model():
     return model
 
 
-def test_channels_last_network_matches_eager_on_cpu():
+@pytest.mark.parametrize("channels", ["", "{min-channels=1}"])
+def test_channels_last_network_matches_eager_on_cpu(channels):
+    """The default (the 3-channel stem left NCHW, its output transposed once) and the stem NHWC too."""
     model = _model()
     x, y = torch.randn(2, 3, 32, 24), torch.randn(2, 16, 16, 12)  # H != W: a swapped map shows
-    compiled = braze.compile(model, x, y, pipeline=CPU_WITH_PASS, cache=False)
+    compiled = braze.compile(model, x, y, pipeline=CPU_WITH_PASS + channels, cache=False)
     x2, y2 = torch.randn_like(x), torch.randn_like(y)
     with torch.no_grad():
         want = model.double()(x2.double(), y2.double())
@@ -72,28 +76,59 @@ def _kernel_specs(module_op):
             for f in all_ops(module_op, "func.func") if ATTR in f.attributes]
 
 
+def ir_shape(value):
+    from braze._mlir import ir
+
+    return ir.RankedTensorType(value.type).shape
+
+
+def _program(module_op):
+    from braze.kernels.spec import ATTR
+
+    (program,) = [f for f in all_ops(module_op, "func.func") if ATTR not in f.attributes and f.regions[0].blocks]
+    return program
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_lowering_is_nhwc_with_no_layout_copy(dtype):
+    from braze.passes.pipelines import CudaPipeline
+
     model, x, y = _model().to(dtype), torch.randn(2, 3, 32, 32, dtype=dtype), torch.randn(2, 16, 16, 16, dtype=dtype)
-    lowered = lower(model, x, y, device="cuda", target="sm_90",
-                    pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=auto}")
-    module = lowered.module.operation
-    with lowered.context:
+    # the 3-channel stem NHWC too (min-channels=1), reading the model's NCHW input itself
+    text = CudaPipeline(target="sm_90", channels_last="auto").expand()
+    assert "fusion-channels-last{" in text
+    stem_too = lower(model, x, y, device="cuda", target="sm_90",
+                     pipeline=text.replace("fusion-channels-last{", "fusion-channels-last{min-channels=1 "))
+    module = stem_too.module.operation
+    with stem_too.context:
         specs = [s for s in _kernel_specs(module) if s.conv]
         assert len(specs) == 8 and all(s.nhwc for s in specs)
         stem = [s for s in specs if s.conv[1] == 3]
         assert len(stem) == 1 and stem[0].nchw_input  # reads the model's input: no transpose of it
-        from braze.kernels.spec import ATTR
-
-        (program,) = [f for f in all_ops(module, "func.func") if ATTR not in f.attributes and f.regions[0].blocks]
-        transposes = all_ops(program, "linalg.transpose")
+        transposes = all_ops(_program(module), "linalg.transpose")
         assert len(transposes) == 8  # the weights' (y is read in the stem's epilogue through a renamed map)
         for t in transposes:
             src = t.operands[0].owner
             assert getattr(src, "name", "") == "arith.constant", f"a layout copy of a computed value is left: {t}"
         assert not all_ops(module, ("linalg.conv_2d_nchw_fchw", "linalg.pooling_nchw_max"))
+    # the default (min-channels=16): convolutions of fewer input channels keep their NCHW kernel (the
+    # stem's NHWC one was wrong on the GPU, bench/NOTES.md §49): here the stem and the bottleneck's
+    # 8-channel 3x3 and 1x1; the layout changes only where the two kinds meet: the pool's result
+    # into the first NHWC convolution, the bottleneck's first result back to NCHW
+    lowered = lower(model, x, y, device="cuda", target="sm_90",
+                    pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=auto}")
+    module = lowered.module.operation
+    with lowered.context:
+        specs = [s for s in _kernel_specs(module) if s.conv]
+        assert [(s.conv[1], s.nhwc) for s in specs] == [(3, False), (16, True), (8, False), (8, False), (16, True),
+                                                        (32, True), (32, True), (32, True)]
+        computed = [(list(ir_shape(t.operands[0])), str(t.attributes["permutation"]))
+                    for t in all_ops(_program(module), "linalg.transpose")
+                    if getattr(t.operands[0].owner, "name", "") != "arith.constant"]
+        assert computed == [([2, 16, 8, 8], "array<i64: 0, 2, 3, 1>"), ([2, 8, 8, 8], "array<i64: 0, 3, 1, 2>")]
     # the NHWC max pool's -inf pad joins the pool's dispatch (IREE's pad fusion), and the report says so
-    assert PAD_FUSION_FLAG in lowered.iree_flags and "1 pooling pads" in lowered.report.extra["pad_fusion"]
+    assert PAD_FUSION_FLAG in stem_too.iree_flags and "1 pooling pads" in stem_too.report.extra["pad_fusion"]
+    assert PAD_FUSION_FLAG not in lowered.iree_flags  # the default's max pool is NCHW
     off = lower(model, x, y, device="cuda", target="sm_90",
                 pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=off}")
     with off.context:

@@ -51,7 +51,7 @@ def _eager(model, ids, new: int, **kw):
                               pad_token_id=0, **kw)
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "mistral", "gemma"])
+@pytest.mark.parametrize("family", ["llama", "qwen3", "gemma"])  # qwen2 (biases): the eos test
 def test_greedy_tokens_equal_transformers_generate(family):
     model = _model(family)
     ids = _prompt(2, 7)
