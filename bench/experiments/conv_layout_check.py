@@ -111,19 +111,32 @@ def run(out: str) -> None:
 
 
 def network(name: str, paths: list[str]) -> None:
+    """Errors against float64 (launcher and iree.runtime), then ms per call (launcher) beside eager
+    and, with TORCH_COMPILE_MODES=default,reduce-overhead, torch.compile's modes, in one process."""
     import braze
     from braze.testing.zoo import workload
+    from braze.tools.timing import interleaved_ms
 
     model, args = workload(name).build("cuda")
+    fns = {}
     with torch.no_grad():
         exact = copy.deepcopy(model).double()(*[a.double() for a in args])
         model, args = model.cuda(), [a.cuda() for a in args]
         print(f"{name} eager: {float((model(*args).double().cpu() - exact).abs().max()):.2e} (against float64)")
+        fns["eager"] = lambda: model(*args)
         for path in paths:
             for runtime in (None, "iree"):
                 m = braze.load(path, device="cuda", **({"runtime": runtime} if runtime else {}))
                 err = float((m(*args).double().cpu() - exact).abs().max())
                 print(f"{path} ({runtime or 'launcher'}): {err:.2e}", flush=True)
+                if runtime is None:
+                    fns[os.path.basename(path)] = (lambda m: lambda: m(*args))(m)
+        for mode in [x for x in os.environ.get("TORCH_COMPILE_MODES", "").split(",") if x]:
+            compiled = torch.compile(model, mode=mode)
+            compiled(*args)
+            fns[f"torch.compile {mode}"] = (lambda c: lambda: c(*args))(compiled)
+        for label, ms in interleaved_ms(fns, rounds=10, pace="eager").items():
+            print(f"{label:48s} {ms:8.3f} ms", flush=True)
 
 
 VARIANTS = {
