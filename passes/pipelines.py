@@ -113,11 +113,11 @@ class CudaPipeline(PassPipeline):
     rows: str = option("on", "Row programs (LayerNorm, RMSNorm, softmax: a reduction of the last dimension with the "
                              "elementwise work around it) as generated row kernels: on, off (IREE's dispatches)",
                        check=one_of("on", "off"))
-    channels_last: str = option("off", "Generated convolutions in NHWC (fusion-channels-last: one layout change "
-                                       "after the 3-channel stem, none between layers): off (NCHW kernels; the "
-                                       "default until whole networks are verified on the GPU with the stem left "
-                                       "NCHW, whose NHWC kernel was wrong there, bench/NOTES.md §49), auto (in "
-                                       "functions of 2 or more convolutions), on (also a lone one)",
+    channels_last: str = option("auto", "Generated convolutions in NHWC (fusion-channels-last: the layout changes "
+                                        "once, after the 3-channel stem, none between layers): auto (the default: "
+                                        "bf16/f16 networks of 2 or more convolutions, all dense, as ResNets: the class "
+                                        "verified on the GPU, bench/NOTES.md §49), on (every type the kernels take, "
+                                        "depthwise or grouped convolutions beside them, a lone one), off (NCHW kernels)",
                                 check=one_of("off", "auto", "on"))
 
     def expand(self) -> str:
@@ -133,8 +133,10 @@ class CudaPipeline(PassPipeline):
             leave = leave if available(self.target) is None else ""
         conv = f"fusion-conv-to-matmul{{{target}" + (f" leave={leave}" if leave else "") + "}"
         layout = ""
-        if leave and self.channels_last != "off":
-            layout = f"fusion-channels-last{{types={leave}{' min-convs=1' if self.channels_last == 'on' else ''}}},"
+        if leave and self.channels_last == "on":
+            layout = f"fusion-channels-last{{types={leave} min-convs=1}},"
+        elif leave and self.channels_last == "auto":
+            layout = "fusion-channels-last{types=bf16,f16 whole=true},"
         return (f"{conv},fusion-default-pipeline,{layout}"
                 f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
                 f"{forced}{' rows=off' if self.rows == 'off' else ''}}},"

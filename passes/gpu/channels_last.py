@@ -71,9 +71,12 @@ class ChannelsLastPass(ModulePass):
                                "a lone one would pay a layout copy of its input and of its output for it",
                             minimum=1)
     min_channels: int = option(16, "Convolutions of fewer input channels (a network's 3-channel stem) stay "
-                                   "NCHW: their NHWC kernel, which gathers element by element, gave wrong "
-                                   "results on the GPU (bench/NOTES.md §49) where the NCHW one is exact",
+                                   "NCHW: their NHWC kernel reading the NCHW input at the 128x64x64 tile gave "
+                                   "wrong results on the GPU (bench/NOTES.md §49), where the NCHW one is exact",
                                minimum=1)
+    whole: bool = option(False, "Convert a function only where every convolution in it is one this pass "
+                                "converts or leaves NCHW for its few channels (none depthwise, grouped or of "
+                                "another element type): the networks whose NHWC build was verified on the GPU")
     pools: bool = option(True, "Max and sum pooling of an NHWC input become NHWC (false: they stay NCHW, "
                                "transposes around them)")
     fold: bool = option(True, "Other generics (reductions) read an NHWC input through a permuted map (false: "
@@ -84,10 +87,23 @@ class ChannelsLastPass(ModulePass):
         for f in all_ops(module, "func.func"):
             if not f.regions[0].blocks:
                 continue
-            convs = [op for op in f.regions[0].blocks[0].operations if _convertible(op.operation, types, self.min_channels)]
+            ops = [op.operation for op in f.regions[0].blocks[0].operations]
+            convs = [op for op in ops if _convertible(op, types, self.min_channels)]
+            if self.whole and any(_is_conv(op) and op not in convs and not _few_channels(op, self.min_channels)
+                                  for op in ops):
+                continue
             if len(convs) >= self.min_convs:
                 with f.location:
                     _Layout(f, types, self.name, self.pools, self.fold, self.min_channels).run()
+
+
+def _is_conv(op: ir.Operation) -> bool:
+    return op.name.startswith(("linalg.conv_", "linalg.depthwise_conv_"))
+
+
+def _few_channels(op: ir.Operation, min_channels: int) -> bool:
+    """A dense NCHW convolution of fewer input channels than min_channels (left NCHW)."""
+    return op.name == CONV and ir.RankedTensorType(op.operands[0].type).shape[1] < min_channels
 
 
 def _convertible(op: ir.Operation, types: tuple[str, ...], min_channels: int) -> bool:
