@@ -112,12 +112,15 @@ def run(out: str) -> None:
 
 def network(name: str, paths: list[str]) -> None:
     """Errors against float64 (launcher and iree.runtime), then ms per call (launcher) beside eager
-    and, with TORCH_COMPILE_MODES=default,reduce-overhead, torch.compile's modes, in one process."""
+    and, with TORCH_COMPILE_MODES=default,reduce-overhead, torch.compile's modes, in one process;
+    BATCH_SCALE=N: the workload's inputs repeated N times along the batch."""
     import braze
     from braze.testing.zoo import workload
     from braze.tools.timing import interleaved_ms
 
     model, args = workload(name).build("cuda")
+    scale = int(os.environ.get("BATCH_SCALE", "1"))  # the workload's batch times this (artifacts built so)
+    args = [torch.cat([a] * scale) for a in args]
     fns = {}
     with torch.no_grad():
         exact = copy.deepcopy(model).double()(*[a.double() for a in args])
