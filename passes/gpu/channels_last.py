@@ -101,15 +101,19 @@ def _is_conv(op: ir.Operation) -> bool:
     return op.name.startswith(("linalg.conv_", "linalg.depthwise_conv_"))
 
 
+def _channels(op: ir.Operation) -> int:
+    """A dense NCHW convolution's input channels."""
+    return ir.RankedTensorType(op.operands[0].type).shape[1]
+
+
 def _few_channels(op: ir.Operation, min_channels: int) -> bool:
     """A dense NCHW convolution of fewer input channels than min_channels (left NCHW)."""
-    return op.name == CONV and ir.RankedTensorType(op.operands[0].type).shape[1] < min_channels
+    return op.name == CONV and _channels(op) < min_channels
 
 
 def _convertible(op: ir.Operation, types: tuple[str, ...], min_channels: int) -> bool:
     """A convolution this pass makes NHWC: one fusion-generate-kernels takes, of enough input channels."""
-    return (op.name == CONV and generated_conv(op, types)
-            and ir.RankedTensorType(op.operands[0].type).shape[1] >= min_channels)
+    return op.name == CONV and generated_conv(op, types) and _channels(op) >= min_channels
 
 
 def _map_texts(op: ir.Operation) -> list[str]:

@@ -83,7 +83,8 @@ def _wrap_main(output_storage: bool, transient_storage: bool, tied: tuple = ()):
     buffer and no transients op of its own (an input the model updates in place, such as a
     KV cache, updated in the caller's memory: compile(inputs_in_place=True)).
     """
-    tied_inputs = {result: arg for arg, result in tied}
+    ties = dict(tied)  # input -> result
+    tied_results = set(ties.values())
 
     def hook(module) -> None:
         if not (output_storage or transient_storage or tied):
@@ -96,11 +97,10 @@ def _wrap_main(output_storage: bool, transient_storage: bool, tied: tuple = ()):
             ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
             main.attributes["sym_name"] = iree_ir.StringAttr.get("main$impl")
             main.attributes["sym_visibility"] = iree_ir.StringAttr.get("private")
-            ties = {arg: result for result, arg in tied_inputs.items()}
             args = [f"%in{i}: {t}" + (f" {{iree.abi.output = {ties[i]} : index}}" if i in ties else "")
                     for i, t in enumerate(ins)]
             if output_storage:
-                args += [f"%out{i}: !hal.buffer" for i in range(len(outs)) if i not in tied_inputs]
+                args += [f"%out{i}: !hal.buffer" for i in range(len(outs)) if i not in tied_results]
             if transient_storage:
                 args.append("%transients: !hal.buffer {iree.abi.transients}")
             results = ", ".join(outs)
@@ -108,7 +108,7 @@ def _wrap_main(output_storage: bool, transient_storage: bool, tied: tuple = ()):
             lines = [f"%r:{len(outs)} = {call}" if outs else call]
             values = [f"%r#{i}" for i in range(len(outs))]
             for i, (t, ty) in enumerate(zip(outs, ftype.results)):
-                if i in tied_inputs:
+                if i in tied_results:
                     continue
                 dims = _dynamic_dims(lines, values[i], i, t, ty)
                 if output_storage:

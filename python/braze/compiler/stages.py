@@ -511,7 +511,7 @@ def lower(model, *example_inputs, device: str = "cpu", target: str | None = None
     if pooled_pads:
         from braze.compiler.backend import PAD_FUSION_FLAG
 
-        iree_flags = (PAD_FUSION_FLAG,)
+        iree_flags = iree_flags + (PAD_FUSION_FLAG,)
         report.extra["pad_fusion"] = f"{pooled_pads} pooling pads in the pool's dispatch ({PAD_FUSION_FLAG})"
     if failing:
         from braze.errors import UnsupportedOpError

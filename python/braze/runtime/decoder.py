@@ -125,8 +125,9 @@ class Decoder:
         logits = self.prefill(ids)
         out, done = [ids], torch.zeros(ids.shape[0], dtype=torch.bool)
         for i in range(max_new_tokens):
-            scores = logits.float().cpu()
-            nxt = _sample(scores, temperature, top_k, top_p, generator) if do_sample else scores.argmax(-1)
+            # greedy: the argmax where the logits are, only the tokens come to the host
+            nxt = (_sample(logits.float().cpu(), temperature, top_k, top_p, generator) if do_sample
+                   else logits.argmax(-1).cpu())
             if len(eos):
                 nxt = torch.where(done, torch.tensor(pad_token_id), nxt)
                 done = done | torch.isin(nxt, eos)
