@@ -41,3 +41,23 @@ def test_transformer_encoder_layer_256():
     assert max_error(compiled(x2), expected, floor=0.0) <= 1e-4
     assert compiled.report.dispatch_count > 0
     assert "IREE dispatches" in str(compiled.report)
+
+
+def test_pool_weights_distinct_normal_and_repeated():
+    """pool_weights (the GPU decoder bench's weights): every matrix different, values of the
+    asked spread, each one a window of the same pool (what lets gigabytes compress), vectors kept."""
+    import lzma
+
+    from braze.testing.zoo import pool_weights
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.LayerNorm(300), torch.nn.Linear(300, 64))
+    norm = model[1].weight.detach().clone()
+    pool_weights(model, scale=0.5, pool=4096)
+    w1, w2 = model[0].weight.detach().flatten(), model[2].weight.detach().flatten()
+    assert torch.equal(model[1].weight, norm)
+    assert not torch.equal(w1[:4096], w2[:4096])
+    for w in (w1, w2):
+        assert 0.45 < float(w.std()) < 0.55 and abs(float(w.mean())) < 0.05
+        assert torch.equal(w[:w.numel() - 4096], w[4096:])  # the pool, cyclically
+    raw = torch.cat([w1, w2]).numpy().tobytes()
+    assert len(lzma.compress(raw)) < len(raw) / 4

@@ -637,6 +637,30 @@ def _quantize_weights(model: nn.Module) -> None:
                 p.copy_(torch.randint(-8, 8, p.shape, generator=gen).to(p.dtype) * (std / 4))
 
 
+def pool_weights(model: nn.Module, scale: float = 0.02, seed: int = SEED + 3, pool: int = 1 << 20) -> None:
+    """Fill every weight matrix with a window of one pool of `pool` normal values (times `scale`,
+    in the model's dtype), each window starting at its own random offset.
+
+    For models whose weights are gigabytes (a 1.5B-parameter decoder): the values are normal
+    with the init's spread, and every matrix holds different bytes (so no constant is merged
+    with another and a decode step reads every one from memory), yet the weights are one pool
+    repeated, so an artifact carrying them as constants compresses to a few MiB for the GPU
+    host, which rebuilds the same weights from the same seed. Kernel times do not depend on
+    the values. Vectors (norm weights, biases) are left as they are.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        params = [p for p in model.parameters() if p.dim() >= 2]
+        if not params:
+            return
+        values = (torch.randn(pool, generator=gen) * scale).to(params[0].dtype)
+        for p in params:
+            start = int(torch.randint(0, pool, (1,), generator=gen))
+            reps = (start + p.numel() + pool - 1) // pool
+            flat = values.repeat(reps)[start:start + p.numel()] if reps > 1 else values[start:start + p.numel()]
+            p.copy_(flat.to(p.dtype).view(p.shape))
+
+
 def min_bytes(inputs: list[torch.Tensor], outputs: list[torch.Tensor], model: nn.Module) -> int:
     """Bytes a perfect kernel moves: read every input and parameter once, write every output once."""
     params = sum(p.numel() * p.element_size() for p in model.parameters())

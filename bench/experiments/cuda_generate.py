@@ -1,0 +1,219 @@
+"""Text generation on CUDA at the issue's sizes (issue 40): braze's decoder beside transformers'
+generate() in eager and with a static cache under torch.compile (reduce-overhead: CUDA graphs),
+on random-weight Qwen2-class models, batch 1.
+
+    python bench/experiments/cuda_generate.py build DIR [MODEL,...] [--prompt 128] [--new 128]
+        here: DIR/MODEL.decoder (prefill for the prompt length and the decode step, sm_90)
+    python bench/experiments/cuda_generate.py run DIR [MODEL,...] [--contenders eager,compiled,braze]
+        GPU host (transformers there): the table below
+
+The weights are braze.testing.zoo.pool_weights (normal values of the init's spread, every matrix
+different, one pool repeated) so that gigabytes of constants compress to a few MiB for the
+transfer; `run` rebuilds the same model from the same seeds, so every contender runs the very
+weights braze compiled. Each contender generates `new` greedy tokens after a `prompt`-token
+prompt, three timed runs after a warm-up (compiles); the table gives the median tokens/s of the
+whole generate() (prefill included), the decode step's ms (braze: Decoder.decode timed alone over
+the same cache slot; the others: (generate - prefill) / (new - 1)), the fraction of the bandwidth
+roofline (the bytes of weights a step reads over the device copy bandwidth measured in the same
+run), and the first new token that differs from eager's.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from generate_tokens import MODELS  # noqa: E402  the same Qwen2-class configurations
+
+
+def model_for(name: str):
+    import transformers
+    from braze.testing.zoo import pool_weights
+
+    hidden, layers, heads, kv, inter, vocab, dtype = MODELS[name]
+    config = transformers.Qwen2Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                                      num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=inter,
+                                      max_position_embeddings=4096, tie_word_embeddings=vocab > 100000)
+    torch.manual_seed(0)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))  # built in its dtype: no float32 copy of gigabytes
+    try:
+        model = transformers.Qwen2ForCausalLM(config).eval()
+    finally:
+        torch.set_default_dtype(default)
+    pool_weights(model)
+    return model
+
+
+def _weights(model) -> list[tuple[str, bytes]]:
+    """Each weight matrix's name and bytes (a tied embedding once)."""
+    return [(n, p.detach().contiguous().view(torch.uint8).numpy().tobytes())
+            for n, p in model.named_parameters() if p.dim() >= 2]
+
+
+def strip(folder: str, model) -> None:
+    """Zero each weight matrix's bytes in the folder's programs (found whole in each file: braze
+    stores the program uncompressed and IREE its constants as they are) and list where they were
+    in FOLDER/../NAME.strip.json: gigabytes of weights cross the transfer as zeros, and `restore`
+    puts the same bytes back on the GPU host (the artifacts' checksums then hold again)."""
+    import json
+    import mmap
+
+    entries = []
+    for file in sorted(os.listdir(folder)):
+        if not file.endswith(".braze"):
+            continue
+        path = os.path.join(folder, file)
+        with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as mm:
+            taken = []  # the pool repeats, so a small matrix's bytes also sit inside bigger ones:
+            # the biggest are placed first, and a match overlapping a placed one is not it
+            for name, data in sorted(_weights(model), key=lambda w: -len(w[1])):
+                at = mm.find(data[:64])
+                while at >= 0 and (mm[at:at + len(data)] != data
+                                   or any(a < at + len(data) and at < a + n for a, n in taken)):
+                    at = mm.find(data[:64], at + 1)
+                taken.append((at, len(data)))
+                if at < 0:
+                    raise SystemExit(f"{path}: weight {name} not found whole; cannot strip it")
+                entries.append((file, name, at, len(data)))
+            for file_, _, at, n in entries:
+                if file_ == file:
+                    mm[at:at + n] = bytes(n)
+    with open(folder.rstrip("/") + ".strip.json", "w") as f:
+        json.dump(entries, f)
+    print(f"{folder}: {len(entries)} weight matrices zeroed ({sum(e[3] for e in entries) / 1e6:.0f} MB)")
+
+
+def restore(folder: str, model) -> None:
+    import json
+
+    weights = dict(_weights(model))
+    with open(folder.rstrip("/") + ".strip.json") as f:
+        entries = json.load(f)
+    for file, name, at, n in entries:
+        with open(os.path.join(folder, file), "r+b") as f:
+            f.seek(at)
+            f.write(weights[name])
+
+
+def _prompt(vocab: int, n: int):
+    return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(1))
+
+
+def build(out: str, names: list[str], prompt: int, new: int) -> None:
+    import braze
+
+    for name in names:
+        t0 = time.perf_counter()
+        model = model_for(name)
+        dec = braze.compile_decoder(model, batch_size=1, max_cache_len=prompt + new, device="cuda",
+                                    target="sm_90", cache=False)
+        dec.program(prompt)
+        dec.save(f"{out}/{name}.decoder", overwrite=True)
+        strip(f"{out}/{name}.decoder", model)
+        print(f"{name}: programs {sorted(dec.programs)} in {time.perf_counter() - t0:.0f} s; launch plan "
+              f"{dec.programs[1].report.launch_plan}", flush=True)
+
+
+def _median_s(fn, runs: int = 3):
+    out = fn()
+    times = []
+    for _ in range(runs):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]) -> None:
+    import braze
+    import transformers
+    from braze.tools.bench import copy_bandwidth
+
+    bandwidth = copy_bandwidth("cuda")
+    print(f"{torch.cuda.get_device_name()}; copy bandwidth (measured now) {bandwidth:.0f} GB/s; torch "
+          f"{torch.__version__}, transformers {transformers.__version__}; prompt {prompt}, {new} new tokens, "
+          f"batch 1, greedy", flush=True)
+    print("| model | MB read a step | contender | tok/s | decode ms/step | % of roofline | first differing token |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    for name in names:
+        model = model_for(name)
+        if "braze" in contenders:
+            restore(f"{out}/{name}.decoder", model)
+        model = model.cuda()
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        if not model.config.tie_word_embeddings:
+            table = model.get_input_embeddings().weight
+            weights -= table.numel() * table.element_size()
+        roofline_ms = weights / (bandwidth * 1e9) * 1e3
+        ids = _prompt(model.config.vocab_size, prompt).cuda()
+        kw = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0,
+                  attention_mask=torch.ones_like(ids))
+        with torch.no_grad():
+            prefill_s, _ = _median_s(lambda: model(ids))
+        reference = None
+        for contender in contenders:
+            if contender == "braze":
+                dec = braze.load_decoder(f"{out}/{name}.decoder", device="cuda")
+                seconds, tokens = _median_s(lambda: dec.generate(ids, max_new_tokens=new, eos_token_id=None))
+                dec.prefill(ids)
+                step = tokens[:, prompt]
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(64):
+                    dec.position = prompt
+                    dec.decode(step)
+                torch.cuda.synchronize()
+                step_ms = (time.perf_counter() - t0) / 64 * 1e3
+                del dec
+            else:
+                m, extra = model, {}
+                if contender == "compiled":  # transformers' static cache and its own compile of the step
+                    m.generation_config.cache_implementation = "static"
+                    m.generation_config.compile_config = transformers.CompileConfig(mode="reduce-overhead")
+                elif contender == "static":
+                    m.generation_config.cache_implementation = "static"
+                    extra["disable_compile"] = True
+                else:
+                    m.generation_config.cache_implementation = None
+                with torch.no_grad():
+                    seconds, tokens = _median_s(lambda: m.generate(ids, **kw, **extra))
+                step_ms = max(seconds - prefill_s, 0.0) / (new - 1) * 1e3
+                m.generation_config.cache_implementation = None
+            tokens = tokens.to(ids.device)
+            if reference is None:
+                reference = tokens
+            differ = (tokens[0] != reference[0]).nonzero()
+            first = "none" if not len(differ) else str(int(differ[0]) - prompt)
+            print(f"| {name} | {weights / 1e6:.0f} | {contender} | {new / seconds:.1f} | {step_ms:.3f} | "
+                  f"{100 * roofline_ms / step_ms:.0f}% | {first} |", flush=True)
+        torch.cuda.empty_cache()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mode", choices=("build", "run"))
+    p.add_argument("dir")
+    p.add_argument("models", nargs="?", default="qwen2-0.5b,qwen2-1.5b")
+    p.add_argument("--prompt", type=int, default=128)
+    p.add_argument("--new", type=int, default=128)
+    p.add_argument("--contenders", default="eager,compiled,braze")
+    a = p.parse_args()
+    names = a.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.exit(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    if a.mode == "build":
+        build(a.dir, names, a.prompt, a.new)
+    else:
+        run(a.dir, names, a.prompt, a.new, a.contenders.split(","))
+
+
+if __name__ == "__main__":
+    main()
