@@ -27,6 +27,8 @@ def _config(family: str, **extra):
         return transformers.MistralConfig(sliding_window=None, **common)
     if family == "gemma":  # embeddings scaled by sqrt(hidden), (1 + w) norms, tanh GELU, MQA
         return transformers.GemmaConfig(head_dim=16, **{**common, "num_key_value_heads": 1})
+    if family == "gpt2":  # learned positions, fused q/k/v Conv1D, LayerNorm, tied head
+        return transformers.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=64, **extra)
     raise ValueError(family)
 
 
@@ -51,9 +53,11 @@ def _eager(model, ids, new: int, **kw):
                               pad_token_id=0, **kw)
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen3", "gemma"])  # qwen2 (biases): the eos test
-def test_greedy_tokens_equal_transformers_generate(family):
-    model = _model(family)
+@pytest.mark.parametrize("family,extra", [("llama", {}), ("qwen3", {}), ("gemma", {}), ("gpt2", {}),
+                                          ("gpt2", {"scale_attn_by_inverse_layer_idx": True})],
+                         ids=["llama", "qwen3", "gemma", "gpt2", "gpt2-layer-scaled"])  # qwen2 (biases): the eos test
+def test_greedy_tokens_equal_transformers_generate(family, extra):
+    model = _model(family, **extra)
     ids = _prompt(2, 7)
     want = _eager(model, ids, 12, eos_token_id=None)
     got = braze.generate(model, ids, max_new_tokens=12, eos_token_id=None, cache=False)
@@ -181,9 +185,15 @@ def test_bad_input_is_refused_by_name():
         dec.generate(_prompt(1, 4), attention_mask=torch.tensor([[0, 1, 1, 1]]))
     with pytest.raises(braze.InputError, match="max_position_embeddings"):
         braze.compile_decoder(model, max_cache_len=65)
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB)).eval()
-    with pytest.raises(braze.UnsupportedOpError, match="GPT2LMHeadModel is not a causal LM of the Llama kind"):
-        braze.compile_decoder(gpt2)
+    cross = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB,
+                                                                 add_cross_attention=True)).eval()
+    with pytest.raises(braze.UnsupportedOpError, match="GPT2LMHeadModel's block 0 .* has cross-attention"):
+        braze.compile_decoder(cross)
+    bert = transformers.BertForMaskedLM(transformers.BertConfig(num_hidden_layers=1, hidden_size=32,
+                                                                num_attention_heads=2, intermediate_size=64,
+                                                                vocab_size=VOCAB)).eval()
+    with pytest.raises(braze.UnsupportedOpError, match="BertForMaskedLM is not a causal LM of the Llama or GPT-2 kind"):
+        braze.compile_decoder(bert)
 
 
 class _Append(torch.nn.Module):
@@ -232,3 +242,25 @@ def test_cuda_decode_step_plan_is_iree_program_with_caches_in_place():
     assert all(o.offset == 0 for o in module.plan.outputs[:caches])
     assert not any(s.op == "copy" and s.target.kind == "input" for s in module.plan.steps)
     assert plan_check.check(module.vmfb, module.plan) == []
+
+
+@pytest.mark.parametrize("extra", [{}, {"scale_attn_by_inverse_layer_idx": True}], ids=["gpt2", "gpt2-layer-scaled"])
+def test_gpt2_step_logits_match_the_model_in_float64(extra):
+    """GPT-2's prefill and decode logits against transformers' own forward over the whole sequence
+    in float64 (tokens alone cannot tell a wrong attention scale in a tiny model)."""
+    model = _model("gpt2", **extra)
+    with torch.no_grad():  # GPT-2's init leaves attention near uniform, where a wrong scale hardly shows
+        for block in model.transformer.h:
+            block.attn.c_attn.weight.mul_(10)
+    dec = braze.compile_decoder(model, batch_size=1, max_cache_len=16, cache=False)
+    ids = _prompt(1, 6)
+    exact = copy.deepcopy(model).double()
+    got = [dec.prefill(ids)]
+    for token in (5, 11):
+        got.append(dec.decode(torch.tensor([token])))
+    seq = torch.cat([ids, torch.tensor([[5, 11]])], dim=1)
+    with torch.no_grad():
+        want = exact(seq).logits[0, 5:]
+    for step, logits in enumerate(got):
+        err = float((logits[0].double() - want[step]).abs().max())
+        assert err < 1e-4 * float(want[step].abs().max()), f"step {step}: error {err}"

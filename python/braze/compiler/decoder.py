@@ -20,7 +20,8 @@ cache is copied per token. The Decoder (the token loop, sampling, save and load)
 braze.runtime.decoder.
 
 Supported: the standard pre-norm decoder layer as transformers' Llama, Mistral, Qwen2, Qwen3
-(q/k norms) and Gemma (scaled embeddings) write it; anything else is refused naming what differs.
+(q/k norms) and Gemma (scaled embeddings) write it, and GPT-2's block (learned positions, fused
+q/k/v projection); anything else is refused naming what differs.
 """
 
 from __future__ import annotations
@@ -43,19 +44,32 @@ def _rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def _conv1d(module, x):
+    """transformers' Conv1D (x @ weight + bias) with a reshape where it views its input: torch's
+    export traces the heads' transpose-and-reshape with a view's strides, which Conv1D's view of
+    the attention output then rejects in decomposition (torch 2.13)."""
+    return torch.addmm(module.bias, x.reshape(-1, x.shape[-1]), module.weight).reshape(*x.shape[:-1], -1)
+
+
 class DecoderStep(nn.Module):
     """One step of a causal LM over a static cache: `forward(input_ids, position, *caches)`."""
 
     def __init__(self, lm: nn.Module):
         super().__init__()
-        base = getattr(lm, "model", None)
         name = type(lm).__name__
+        gpt2 = getattr(lm, "transformer", None)
+        if gpt2 is not None and all(hasattr(gpt2, p) for p in ("wte", "wpe", "h", "ln_f")) and hasattr(lm, "lm_head"):
+            self._init_gpt2(lm, name)
+            return
+        self.kind = "llama"
+        base = getattr(lm, "model", None)
         if base is None or not hasattr(base, "layers") or not hasattr(base, "embed_tokens") or \
                 not hasattr(lm, "lm_head"):
             raise UnsupportedOpError(
-                f"braze.compile_decoder: {name} is not a causal LM of the Llama kind (it needs .model.embed_tokens, "
-                ".model.layers, .model.norm and .lm_head, as transformers' LlamaForCausalLM, MistralForCausalLM, "
-                "Qwen2ForCausalLM, Qwen3ForCausalLM and GemmaForCausalLM have)")
+                f"braze.compile_decoder: {name} is not a causal LM of the Llama or GPT-2 kind (it needs "
+                ".model.embed_tokens, .model.layers, .model.norm and .lm_head, as transformers' LlamaForCausalLM, "
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and GemmaForCausalLM have, or "
+                ".transformer.wte, .wpe, .h, .ln_f and .lm_head, as GPT2LMHeadModel has)")
         config = getattr(lm, "config", None)
         for i, layer in enumerate(base.layers):
             missing = [p for p in _LAYER_PARTS if not hasattr(layer, p)]
@@ -88,10 +102,38 @@ class DecoderStep(nn.Module):
         model_type = getattr(config, "model_type", "")
         self.embed_scale = math.sqrt(config.hidden_size) if model_type == "gemma" else None
 
+    def _init_gpt2(self, lm: nn.Module, name: str) -> None:
+        """GPT-2's block: LayerNorm, one fused q/k/v projection (Conv1D), learned positions, GELU MLP."""
+        config = lm.config
+        for i, block in enumerate(lm.transformer.h):
+            attn = getattr(block, "attn", None)
+            missing = [p for p in ("ln_1", "attn", "ln_2", "mlp") if not hasattr(block, p)]
+            if not missing and not all(hasattr(attn, p) for p in ("c_attn", "c_proj")):
+                missing = ["attn.c_attn/c_proj"]
+            if missing or getattr(block, "crossattention", None) is not None or getattr(attn, "is_cross_attention", False):
+                raise UnsupportedOpError(
+                    f"braze.compile_decoder: {name}'s block {i} ({type(block).__name__}) is not GPT-2's decoder block: " +
+                    (f"it lacks {', '.join(missing)}" if missing else "it has cross-attention"))
+        self.kind = "gpt2"
+        self.lm = lm
+        self.layers = len(lm.transformer.h)
+        self.heads = self.kv_heads = int(config.num_attention_heads)
+        self.hidden = int(config.hidden_size)
+        self.head_dim = self.hidden // self.heads
+        self.window = None
+        self.scales = []  # transformers' GPT2Attention: 1/sqrt(head_dim), optionally / (layer + 1)
+        for i, block in enumerate(lm.transformer.h):
+            scale = self.head_dim ** -0.5 if getattr(block.attn, "scale_attn_weights", True) else 1.0
+            if getattr(block.attn, "scale_attn_by_inverse_layer_idx", False):
+                scale /= float((block.attn.layer_idx if block.attn.layer_idx is not None else i) + 1)
+            self.scales.append(scale)
+
     def cache_shape(self, batch: int, length: int) -> tuple[int, int, int, int]:
         return (batch, self.kv_heads, length, self.head_dim)
 
     def forward(self, input_ids, position, *caches):
+        if self.kind == "gpt2":
+            return self._forward_gpt2(input_ids, position, *caches)
         base = self.lm.model
         batch, count = input_ids.shape
         positions = position + torch.arange(count, device=input_ids.device)  # [T]
@@ -127,6 +169,24 @@ class DecoderStep(nn.Module):
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         return self.lm.lm_head(base.norm(x[:, -1]))
 
+
+    def _forward_gpt2(self, input_ids, position, *caches):
+        t = self.lm.transformer
+        batch, count = input_ids.shape
+        positions = position + torch.arange(count, device=input_ids.device)  # [T]
+        x = t.wte(input_ids) + t.wpe(positions)[None]
+        slots = torch.arange(caches[0].shape[2], device=input_ids.device)
+        visible = slots[None, :] <= positions[:, None]  # [T, S]
+        for i, block in enumerate(t.h):
+            q, k, v = block.attn.c_attn(block.ln_1(x)).split(self.hidden, dim=2)
+            q, k, v = (z.view(batch, count, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
+            keys, values = caches[2 * i], caches[2 * i + 1]
+            keys.index_copy_(2, positions, k)
+            values.index_copy_(2, positions, v)
+            o = nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=visible, scale=self.scales[i])
+            x = x + _conv1d(block.attn.c_proj, o.transpose(1, 2).reshape(batch, count, self.hidden))
+            x = x + block.mlp(block.ln_2(x))
+        return self.lm.lm_head(t.ln_f(x[:, -1]))
 
 def compile_decoder(model, batch_size: int = 1, max_cache_len: int = 256, device: str = "cpu",
                     **options):
