@@ -39,9 +39,29 @@ _EXTRA_NORMS = ("pre_feedforward_layernorm", "post_feedforward_layernorm")
 """Gemma 2/3's sandwich norms: a different layer, refused."""
 
 
-def _rotate_half(x):
+def _rope(x, cos, sin):
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1), written as the halves
+    swapped (a flip of the [2, D/2] view) times [-1, +1]: the same values bit for bit, but an
+    index map IREE fuses into one elementwise kernel where the cat of slices became copies."""
     half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    swapped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
+    sign = torch.cat([torch.full((half,), -1.0), torch.ones(half)]).to(x.dtype)
+    return x * cos + swapped * sign * sin
+
+
+def _joined(*linears):
+    """The weights (and biases, or None) of plain nn.Linears over one input, stacked along their
+    outputs; None where any is something else (a quantized or adapted layer) or they differ."""
+    if not all(type(m) is nn.Linear for m in linears):
+        return None
+    weights = [m.weight for m in linears]
+    if len({(w.dtype, w.device, w.shape[1]) for w in weights}) != 1:
+        return None
+    biases = [m.bias for m in linears]
+    if any(b is None for b in biases) and not all(b is None for b in biases):
+        return None
+    with torch.no_grad():
+        return torch.cat(weights), (None if biases[0] is None else torch.cat(biases))
 
 
 def _conv1d(module, x):
@@ -101,6 +121,24 @@ class DecoderStep(nn.Module):
         self.window = int(window) if window and getattr(config, "use_sliding_window", True) else None
         model_type = getattr(config, "model_type", "")
         self.embed_scale = math.sqrt(config.hidden_size) if model_type == "gemma" else None
+        # One projection for q, k and v, and one for the MLP's gate and up, where they are plain
+        # Linears: a decode step reads the same weights in a third of the matmul kernels (each
+        # output is the same dot product; the joined weights are the program's constants, and
+        # the separate ones go unused).
+        self.joined = {}
+        for i, layer in enumerate(base.layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            qkv = _joined(attn.q_proj, attn.k_proj, attn.v_proj)
+            if qkv is not None:
+                self.register_buffer(f"qkv_weight_{i}", qkv[0], persistent=False)
+                if qkv[1] is not None:
+                    self.register_buffer(f"qkv_bias_{i}", qkv[1], persistent=False)
+                self.joined[i] = "qkv"
+            if all(hasattr(mlp, p) for p in ("gate_proj", "up_proj", "down_proj", "act_fn")):
+                gate_up = _joined(mlp.gate_proj, mlp.up_proj)
+                if gate_up is not None and gate_up[1] is None:
+                    self.register_buffer(f"gate_up_weight_{i}", gate_up[0], persistent=False)
+                    self.joined[i] = self.joined.get(i, "") + "+mlp"
 
     def _init_gpt2(self, lm: nn.Module, name: str) -> None:
         """GPT-2's block: LayerNorm, one fused q/k/v projection (Conv1D), learned positions, GELU MLP."""
@@ -150,14 +188,20 @@ class DecoderStep(nn.Module):
         for i, layer in enumerate(base.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
-            q = attn.q_proj(h).view(batch, count, self.heads, self.head_dim)
-            k = attn.k_proj(h).view(batch, count, self.kv_heads, self.head_dim)
-            v = attn.v_proj(h).view(batch, count, self.kv_heads, self.head_dim)
+            joined = self.joined.get(i, "")
+            if joined.startswith("qkv"):
+                q, k, v = nn.functional.linear(h, getattr(self, f"qkv_weight_{i}"),
+                                               getattr(self, f"qkv_bias_{i}", None)).split(
+                    [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], -1)
+            else:
+                q, k, v = attn.q_proj(h), attn.k_proj(h), attn.v_proj(h)
+            q = q.reshape(batch, count, self.heads, self.head_dim)
+            k = k.reshape(batch, count, self.kv_heads, self.head_dim)
+            v = v.reshape(batch, count, self.kv_heads, self.head_dim)
             if hasattr(attn, "q_norm"):
                 q, k = attn.q_norm(q), attn.k_norm(k)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            k = k * cos + _rotate_half(k) * sin
+            q, k = _rope(q, cos, sin), _rope(k, cos, sin)
             keys, values = caches[2 * i], caches[2 * i + 1]
             keys.index_copy_(2, positions, k)
             values.index_copy_(2, positions, v)
@@ -166,7 +210,13 @@ class DecoderStep(nn.Module):
                 enable_gqa=self.heads != self.kv_heads)
             o = o.transpose(1, 2).reshape(batch, count, self.heads * self.head_dim)
             x = x + attn.o_proj(o)
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            h = layer.post_attention_layernorm(x)
+            if joined.endswith("mlp"):
+                mlp = layer.mlp
+                gate, up = nn.functional.linear(h, getattr(self, f"gate_up_weight_{i}")).chunk(2, dim=-1)
+                x = x + mlp.down_proj(mlp.act_fn(gate) * up)
+            else:
+                x = x + layer.mlp(h)
         return self.lm.lm_head(base.norm(x[:, -1]))
 
 
