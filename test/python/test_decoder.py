@@ -264,3 +264,22 @@ def test_gpt2_step_logits_match_the_model_in_float64(extra):
     for step, logits in enumerate(got):
         err = float((logits[0].double() - want[step]).abs().max())
         assert err < 1e-4 * float(want[step].abs().max()), f"step {step}: error {err}"
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_cuda_step_keeps_each_layers_attention_one_op(family):
+    """For CUDA each layer's attention over the cache stays one attention op (braze's
+    flash-attention kernel), and q/k/v and gate/up are one matmul each where the model has
+    Linears: the step's mask is the 4-D additive one torch-mlir lowers whole (a 2-D boolean mask
+    left SDPA decomposed: six IREE dispatches a layer)."""
+    from braze.compiler import lower
+    from braze.compiler.decoder import DecoderStep
+
+    model = _model(family).to(torch.bfloat16)
+    step = DecoderStep(model).eval()
+    caches = [torch.zeros(step.cache_shape(1, 32), dtype=torch.bfloat16) for _ in range(2 * step.layers)]
+    lowered = lower(step, torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, dtype=torch.long), *caches,
+                    device="cuda", target="sm_90")
+    assert lowered.report.attention.get("fused") == step.layers, lowered.report.attention
+    if family == "qwen2":
+        assert sorted(step.joined.values()) == ["qkv+mlp"] * step.layers

@@ -64,6 +64,15 @@ def _joined(*linears):
         return torch.cat(weights), (None if biases[0] is None else torch.cat(biases))
 
 
+def _additive(visible, dtype):
+    """The boolean [T, S] mask as SDPA's additive one, [1, 1, T, S] (0 where visible, -inf
+    elsewhere): the same attention (every query sees at least its own slot), in the form that
+    stays one attention op (torch-mlir lowers SDPA whole only with a 4-D mask, and braze's
+    flash-attention kernel reads float masks); a 2-D boolean one left SDPA to IREE as six
+    dispatches a layer."""
+    return torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, float("-inf"))[None, None]
+
+
 def _conv1d(module, x):
     """transformers' Conv1D (x @ weight + bias) with a reshape where it views its input: torch's
     export traces the heads' transpose-and-reshape with a view's strides, which Conv1D's view of
@@ -185,6 +194,7 @@ class DecoderStep(nn.Module):
         visible = slots[None, :] <= positions[:, None]  # [T, S]: each query sees the cache up to itself
         if self.window is not None:
             visible = visible & (slots[None, :] > positions[:, None] - self.window)
+        visible = _additive(visible, x.dtype)
         for i, layer in enumerate(base.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
@@ -226,7 +236,7 @@ class DecoderStep(nn.Module):
         positions = position + torch.arange(count, device=input_ids.device)  # [T]
         x = t.wte(input_ids) + t.wpe(positions)[None]
         slots = torch.arange(caches[0].shape[2], device=input_ids.device)
-        visible = slots[None, :] <= positions[:, None]  # [T, S]
+        visible = _additive(slots[None, :] <= positions[:, None], x.dtype)  # [T, S]
         for i, block in enumerate(t.h):
             q, k, v = block.attn.c_attn(block.ln_1(x)).split(self.hidden, dim=2)
             q, k, v = (z.view(batch, count, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
