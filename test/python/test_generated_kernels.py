@@ -1142,3 +1142,39 @@ def test_attention_reads_q_k_v_unbound_from_one_transposed_projection(tmp_path):
     got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), [x, x, x], tmp_path)
     want = model(x.double())
     assert (got.reshape(want.shape).double() - want).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("count", [1, 5], ids=["decode", "prefill"])
+def test_decoder_step_attention_kernel_is_its_attention(count, tmp_path):
+    """braze.compile_decoder's step for CUDA: each layer's attention over the static cache is one
+    flash-attention spec (grouped-query heads read where the cache holds them, the 4-D additive
+    mask read at stride 0 over heads, the result written as [B, T, H, E]); that spec, run under
+    Triton's interpreter on random bf16 operands laid out at its strides, is SDPA's with GQA
+    (float64 reference), including the masked cache slots past the position."""
+    transformers = pytest.importorskip("transformers")
+    from braze.compiler.decoder import DecoderStep
+    from braze.kernels.spec import AttentionSpec
+
+    config = transformers.Qwen2Config(vocab_size=64, hidden_size=64, intermediate_size=96, num_hidden_layers=1,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    step = DecoderStep(transformers.Qwen2ForCausalLM(config).eval().to(torch.bfloat16)).eval()
+    length = 40
+    caches = [torch.zeros(step.cache_shape(1, length), dtype=torch.bfloat16) for _ in range(2)]
+    lowered = lower(step, torch.zeros(1, count, dtype=torch.long), torch.zeros(1, dtype=torch.long), *caches,
+                    device="cuda", target="sm_90")
+    (spec,) = [s for s in _specs(lowered.module.operation) if isinstance(s, AttentionSpec)]
+    h, kvh, e = step.heads, step.kv_heads, step.head_dim
+    assert (spec.batch, spec.l, spec.s, spec.e, spec.group, spec.mask) == (h, count, length, e, h // kvh, "add")
+    assert spec.mask_strides[1] == 0 and spec.strides[3] == (count * h * e, e, h * e)
+    q = torch.randn(1, h, count, e).bfloat16()
+    k, v = torch.randn(1, kvh, length, e).bfloat16(), torch.randn(1, kvh, length, e).bfloat16()
+    position = 17
+    visible = torch.arange(length)[None, :] <= (position + torch.arange(count))[:, None]
+    mask = torch.zeros(1, 1, count, length).masked_fill(~visible, float("-inf")).bfloat16()
+    got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), (q, k, v, mask), tmp_path)
+    got = got.reshape(1, count, h, e).transpose(1, 2).double()
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double().repeat_interleave(h // kvh, 1), v.double().repeat_interleave(h // kvh, 1),
+        attn_mask=mask.double(), scale=spec.scale)
+    assert (got - want).abs().max().item() < 2e-2 * max(1.0, want.abs().max().item())
