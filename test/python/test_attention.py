@@ -83,8 +83,9 @@ def test_plain_attention_as_one_op_on_cpu(form):
 
 
 def test_sdpa_forms_on_cpu():
-    """Native SDPA kept whole (causal, custom scale), and forms torch-mlir's attention lowering
-    lacks (2-D inputs, a 2-D mask) imported decomposed instead of failing."""
+    """Native SDPA kept whole (causal, custom scale, a 2-D mask braze gives its leading unit
+    dimensions), and a form torch-mlir's attention lowering lacks (2-D inputs) imported
+    decomposed instead of failing."""
 
     class Sdpa(torch.nn.Module):
         def forward(self, q, k, v, mask=None):
@@ -99,7 +100,7 @@ def test_sdpa_forms_on_cpu():
 
     masked = args + [torch.randn(16, 16)]
     compiled = braze.compile(Sdpa(), *masked, attention=True)
-    assert compiled.report.attention == {}
+    assert compiled.report.attention == {"rewritten": 0, "fused": 1}
     torch.testing.assert_close(compiled(*masked), Sdpa()(*masked), rtol=1e-5, atol=1e-5)
 
     flat = _qkv(16, 8)
@@ -317,3 +318,55 @@ def test_model_forms_on_the_gpu(form):
     err = (got.double() - want).abs().max().item()
     own = (eager.double() - want).abs().max().item()
     assert err <= 4 * own + 1e-6, (err, own)
+
+
+class _SdpaMask(torch.nn.Module):
+    def forward(self, q, k, v, m):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+
+@pytest.mark.parametrize("mask_dims", [4, 3, 2])
+def test_the_models_own_sdpa_calls_are_reported_and_any_mask_rank_kept(mask_dims):
+    """An SDPA call the model makes itself has its record in the report, and stays one attention
+    op whatever its mask's rank (a 2-D or 3-D mask made torch-mlir's attention lowering fail, and
+    braze imported the module again decomposed without a word): the compiled call against SDPA in
+    float64."""
+    from braze.compiler import lower
+
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 5, 16) for _ in range(3))
+    mask = torch.randn((2, 1, 5, 5)[-mask_dims:] if mask_dims != 3 else (1, 5, 5))
+    report = lower(_SdpaMask().eval().bfloat16(), q.bfloat16(), k.bfloat16(), v.bfloat16(), mask.bfloat16(),
+                   device="cuda", target="sm_90").report
+    (record,) = report.softmaxes
+    assert "test_attention" in record["source"]
+    assert record["attention"] and record["form"] == "scaled_dot_product_attention", record
+    assert report.attention == {"rewritten": 0, "fused": 1}
+    compiled = braze.compile(_SdpaMask().eval(), q, k, v, mask, attention=True, cache=False)
+    assert compiled.report.attention == {"rewritten": 0, "fused": 1}
+    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask.double())
+    assert (compiled(q, k, v, mask).double() - want).abs().max().item() < 1e-5 * want.abs().max().item()
+
+
+def test_an_sdpa_torch_mlir_cannot_lower_is_reported(monkeypatch):
+    """Where torch-mlir's attention lowering fails, braze imports the module again decomposed
+    and the record of the model's SDPA call says so, with torch-mlir's reason."""
+    from braze.compiler import frontend, lower
+    from braze.errors import UnsupportedOpError
+
+    real = frontend._run_lowering
+
+    def failing(module, context, pipeline, *rest):
+        if pipeline == frontend.TORCH_TO_BACKEND_KEEP_SDPA:
+            raise UnsupportedOpError("torch-mlir failed to lower it (a form its attention lowering lacks)")
+        return real(module, context, pipeline, *rest)
+
+    monkeypatch.setattr(frontend, "_run_lowering", failing)
+    q, k, v = (torch.randn(1, 2, 5, 16).bfloat16() for _ in range(3))
+    report = lower(_SdpaMask().eval(), q, k, v, torch.randn(1, 1, 5, 5).bfloat16(), device="cuda",
+                   target="sm_90").report
+    (record,) = report.softmaxes
+    assert not record["attention"] and "form" not in record
+    assert record["why"] == ("torch-mlir's attention lowering failed on it; imported decomposed (torch-mlir "
+                             "failed to lower it (a form its attention lowering lacks))"), record
+    assert "kept: torch-mlir's attention lowering failed" in str(report) and not report.attention

@@ -215,8 +215,10 @@ def import_model(model, args: tuple = (), kwargs: dict | None = None,
             return _import(model, args, kwargs, frozenset(attention), exported, dynamic_shapes)
         except _AttentionNotLowered as e:
             exported = None  # the first attempt rewrote its graph: export again
-            softmaxes = [dict(r, attention=False, why="torch-mlir's attention lowering failed on it; "
-                              "imported decomposed") if r["attention"] else r for r in e.softmaxes]
+            why = "torch-mlir's attention lowering failed on it; imported decomposed" + (
+                f" ({e.reason})" if e.reason else "")
+            softmaxes = [{k: v for k, v in dict(r, attention=False, why=why).items() if k != "form"}
+                         if r["attention"] else r for r in e.softmaxes]
             imported = _import(model, args, kwargs, frozenset(), exported, dynamic_shapes)
             imported.softmaxes = softmaxes
             return imported
@@ -227,9 +229,10 @@ class _AttentionNotLowered(Exception):
     """torch-mlir failed on a module whose SDPA calls were kept whole (its attention lowering
     covers fewer forms than the decomposition: a 2-D mask, 2-D inputs)."""
 
-    def __init__(self, softmaxes: list):
+    def __init__(self, softmaxes: list, reason: str = ""):
         super().__init__()
         self.softmaxes = softmaxes
+        self.reason = reason
 
 
 def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=None,
@@ -248,12 +251,25 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
     found, softmaxes = {}, []
     keep_sdpa = False
     if attention:
-        from braze.compiler.fx_attention import fuse_attention, sdpa_calls
+        from braze.compiler.fx_attention import fuse_attention, masks_to_4d, sdpa_calls
 
+        written = sdpa_calls(exported.graph)  # the model's own SDPA calls, before braze adds any
         found["rewritten"], softmaxes = fuse_attention(exported, attention)
+        if masks_to_4d(exported.graph):
+            exported.graph_module.recompile()
         calls = sdpa_calls(exported.graph)
         # Kept only when there is one to keep: a kept-SDPA import that fails is imported again.
         keep_sdpa = bool(calls) and all(dtype in attention for dtype in calls.values())
+        for n, dtype in written.items():  # the model's own calls get a record too
+            record = {"source": _last_frame(n.meta.get("stack_trace")) or n.name, "attention": keep_sdpa}
+            if keep_sdpa:
+                record["form"] = "scaled_dot_product_attention"
+            elif dtype in attention:
+                record["why"] = ("decomposed with the module's other attention, in a dtype braze decomposes on "
+                                 "this device (torch-mlir lowers every SDPA call of a module or none)")
+            else:
+                record["why"] = f"scaled_dot_product_attention in {dtype}, which braze decomposes on this device"
+            softmaxes.append(record)
         found["fused"] = len(calls) if keep_sdpa else 0
         if keep_sdpa:
             table = {op: fn for op, fn in table.items() if op != torch.ops.aten.scaled_dot_product_attention.default}
@@ -294,7 +310,7 @@ def _import(model, args: tuple, kwargs: dict, attention: frozenset, exported=Non
         _run_lowering(module, context, BACKEND_TO_LINALG, exported, model)
     except UnsupportedOpError as e:
         if keep_sdpa:
-            raise _AttentionNotLowered(softmaxes) from e
+            raise _AttentionNotLowered(softmaxes, str(e).strip().splitlines()[0][:200] if str(e).strip() else "") from e
         raise
     _drop_baked_arguments(module, context, model)
     _keep_nan_in_clamps(module, context)

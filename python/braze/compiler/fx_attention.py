@@ -491,6 +491,34 @@ def last_frame(trace: str | None) -> str | None:
     return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
+def masks_to_4d(graph) -> int:
+    """Give every SDPA call's 2-D or 3-D attention mask the leading unit dimensions of the 4-D
+    one it broadcasts as ([L, S] -> [1, 1, L, S]): the same attention, in the form torch-mlir's
+    attention lowering takes (with fewer dimensions it fails and the module's attention is
+    imported decomposed). Returns how many masks were reshaped."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.scaled_dot_product_attention.default:
+            continue
+        in_args = len(node.args) > 3
+        mask = node.args[3] if in_args else node.kwargs.get("attn_mask")
+        query = getattr(node.args[0], "meta", {}).get("val")
+        value = getattr(mask, "meta", {}).get("val") if isinstance(mask, torch.fx.Node) else None
+        if value is None or query is None or query.dim() != 4 or value.dim() not in (2, 3):
+            continue
+        with graph.inserting_before(node):
+            for _ in range(4 - value.dim()):
+                mask = graph.call_function(aten.unsqueeze.default, (mask, 0))
+                value = value.unsqueeze(0)
+                mask.meta = {**mask.args[0].meta, "val": value}
+        if in_args:
+            node.args = node.args[:3] + (mask,) + node.args[4:]
+        else:
+            node.kwargs = {**node.kwargs, "attn_mask": mask}
+        count += 1
+    return count
+
+
 def sdpa_calls(graph) -> dict:
     """{node: dtype} for the scaled_dot_product_attention calls in a graph (dtype None if unknown)."""
     return {n: getattr(n.meta.get("val"), "dtype", None) for n in graph.nodes
