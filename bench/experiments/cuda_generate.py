@@ -27,20 +27,17 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from generate_tokens import MODELS  # noqa: E402  the same Qwen2-class configurations
+from generate_tokens import MODELS, config_for  # noqa: E402  the same Qwen2-class configurations
 
 
 def model_for(name: str):
     import transformers
     from braze.testing.zoo import pool_weights
 
-    hidden, layers, heads, kv, inter, vocab, dtype = MODELS[name]
-    config = transformers.Qwen2Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-                                      num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=inter,
-                                      max_position_embeddings=4096, tie_word_embeddings=vocab > 100000)
+    config, dtype = config_for(name)
     torch.manual_seed(0)
     default = torch.get_default_dtype()
-    torch.set_default_dtype(getattr(torch, dtype))  # built in its dtype: no float32 copy of gigabytes
+    torch.set_default_dtype(dtype)  # built in its dtype: no float32 copy of gigabytes
     try:
         model = transformers.Qwen2ForCausalLM(config).eval()
     finally:
@@ -63,26 +60,27 @@ def strip(folder: str, model) -> None:
     import json
     import mmap
 
+    # the pool repeats, so a small matrix's bytes also sit inside bigger ones: the biggest are
+    # placed first, and a match overlapping a placed one is not it
+    weights = sorted(_weights(model), key=lambda w: -len(w[1]))
     entries = []
     for file in sorted(os.listdir(folder)):
         if not file.endswith(".braze"):
             continue
         path = os.path.join(folder, file)
         with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as mm:
-            taken = []  # the pool repeats, so a small matrix's bytes also sit inside bigger ones:
-            # the biggest are placed first, and a match overlapping a placed one is not it
-            for name, data in sorted(_weights(model), key=lambda w: -len(w[1])):
+            taken = []
+            for name, data in weights:
                 at = mm.find(data[:64])
                 while at >= 0 and (mm[at:at + len(data)] != data
                                    or any(a < at + len(data) and at < a + n for a, n in taken)):
                     at = mm.find(data[:64], at + 1)
-                taken.append((at, len(data)))
                 if at < 0:
                     raise SystemExit(f"{path}: weight {name} not found whole; cannot strip it")
+                taken.append((at, len(data)))
                 entries.append((file, name, at, len(data)))
-            for file_, _, at, n in entries:
-                if file_ == file:
-                    mm[at:at + n] = bytes(n)
+            for at, n in taken:
+                mm[at:at + n] = bytes(n)
     with open(folder.rstrip("/") + ".strip.json", "w") as f:
         json.dump(entries, f)
     print(f"{folder}: {len(entries)} weight matrices zeroed ({sum(e[3] for e in entries) / 1e6:.0f} MB)")

@@ -28,15 +28,23 @@ MODELS = {  # Qwen2-class: name -> (hidden, layers, heads, kv heads, intermediat
 }
 
 
-def model_for(name: str):
+def config_for(name: str):
+    """The model's transformers.Qwen2Config and its torch dtype."""
     import transformers
 
     hidden, layers, heads, kv, inter, vocab, dtype = MODELS[name]
     config = transformers.Qwen2Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
                                       num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=inter,
                                       max_position_embeddings=4096, tie_word_embeddings=vocab > 100000)
+    return config, getattr(torch, dtype)
+
+
+def model_for(name: str):
+    import transformers
+
+    config, dtype = config_for(name)
     torch.manual_seed(0)
-    return transformers.Qwen2ForCausalLM(config).eval().to(getattr(torch, dtype))
+    return transformers.Qwen2ForCausalLM(config).eval().to(dtype)
 
 
 def _median_s(fn, runs: int = 3) -> tuple[float, object]:

@@ -64,15 +64,6 @@ def _joined(*linears):
         return torch.cat(weights), (None if biases[0] is None else torch.cat(biases))
 
 
-def _additive(visible, dtype):
-    """The boolean [T, S] mask as SDPA's additive one, [1, 1, T, S] (0 where visible, -inf
-    elsewhere): the same attention (every query sees at least its own slot), in the form that
-    stays one attention op (torch-mlir lowers SDPA whole only with a 4-D mask, and braze's
-    flash-attention kernel reads float masks); a 2-D boolean one left SDPA to IREE as six
-    dispatches a layer."""
-    return torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, float("-inf"))[None, None]
-
-
 def _conv1d(module, x):
     """transformers' Conv1D (x @ weight + bias) with a reshape where it views its input: torch's
     export traces the heads' transpose-and-reshape with a view's strides, which Conv1D's view of
@@ -178,6 +169,25 @@ class DecoderStep(nn.Module):
     def cache_shape(self, batch: int, length: int) -> tuple[int, int, int, int]:
         return (batch, self.kv_heads, length, self.head_dim)
 
+    def _mask(self, positions, length: int, dtype):
+        """SDPA's additive mask over the cache, [1, 1, T, S]: 0 where query t sees slot s (s up to
+        its position, within the sliding window), -inf elsewhere. The same attention as a boolean
+        mask (every query sees at least its own slot), in the form that stays one attention op:
+        torch-mlir lowers SDPA whole only with a 4-D mask, and braze's flash-attention kernel reads
+        float masks (a 2-D boolean one left SDPA to IREE as six dispatches a layer)."""
+        slots = torch.arange(length, device=positions.device)
+        visible = slots[None, :] <= positions[:, None]  # [T, S]
+        if self.window is not None:
+            visible = visible & (slots[None, :] > positions[:, None] - self.window)
+        return torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, float("-inf"))[None, None]
+
+    def _attend(self, q, k, v, keys, values, positions, mask, scale: float):
+        """The step's keys and values written into their cache slots, then attention over the cache."""
+        keys.index_copy_(2, positions, k)
+        values.index_copy_(2, positions, v)
+        return nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale,
+                                                          enable_gqa=self.heads != self.kv_heads)
+
     def forward(self, input_ids, position, *caches):
         if self.kind == "gpt2":
             return self._forward_gpt2(input_ids, position, *caches)
@@ -189,12 +199,7 @@ class DecoderStep(nn.Module):
             x = x * torch.tensor(self.embed_scale, dtype=x.dtype)
         cos, sin = self.rotary(x, positions[None, :].expand(batch, count))
         cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, D]
-        length = caches[0].shape[2]
-        slots = torch.arange(length, device=input_ids.device)
-        visible = slots[None, :] <= positions[:, None]  # [T, S]: each query sees the cache up to itself
-        if self.window is not None:
-            visible = visible & (slots[None, :] > positions[:, None] - self.window)
-        visible = _additive(visible, x.dtype)
+        visible = self._mask(positions, caches[0].shape[2], x.dtype)
         for i, layer in enumerate(base.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
@@ -212,12 +217,7 @@ class DecoderStep(nn.Module):
                 q, k = attn.q_norm(q), attn.k_norm(k)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
             q, k = _rope(q, cos, sin), _rope(k, cos, sin)
-            keys, values = caches[2 * i], caches[2 * i + 1]
-            keys.index_copy_(2, positions, k)
-            values.index_copy_(2, positions, v)
-            o = nn.functional.scaled_dot_product_attention(
-                q, keys, values, attn_mask=visible, scale=float(attn.scaling),
-                enable_gqa=self.heads != self.kv_heads)
+            o = self._attend(q, k, v, caches[2 * i], caches[2 * i + 1], positions, visible, float(attn.scaling))
             o = o.transpose(1, 2).reshape(batch, count, self.heads * self.head_dim)
             x = x + attn.o_proj(o)
             h = layer.post_attention_layernorm(x)
@@ -229,24 +229,20 @@ class DecoderStep(nn.Module):
                 x = x + layer.mlp(h)
         return self.lm.lm_head(base.norm(x[:, -1]))
 
-
     def _forward_gpt2(self, input_ids, position, *caches):
         t = self.lm.transformer
         batch, count = input_ids.shape
         positions = position + torch.arange(count, device=input_ids.device)  # [T]
         x = t.wte(input_ids) + t.wpe(positions)[None]
-        slots = torch.arange(caches[0].shape[2], device=input_ids.device)
-        visible = _additive(slots[None, :] <= positions[:, None], x.dtype)  # [T, S]
+        visible = self._mask(positions, caches[0].shape[2], x.dtype)
         for i, block in enumerate(t.h):
             q, k, v = block.attn.c_attn(block.ln_1(x)).split(self.hidden, dim=2)
             q, k, v = (z.view(batch, count, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
-            keys, values = caches[2 * i], caches[2 * i + 1]
-            keys.index_copy_(2, positions, k)
-            values.index_copy_(2, positions, v)
-            o = nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=visible, scale=self.scales[i])
+            o = self._attend(q, k, v, caches[2 * i], caches[2 * i + 1], positions, visible, self.scales[i])
             x = x + _conv1d(block.attn.c_proj, o.transpose(1, 2).reshape(batch, count, self.hidden))
             x = x + block.mlp(block.ln_2(x))
         return self.lm.lm_head(t.ln_f(x[:, -1]))
+
 
 def compile_decoder(model, batch_size: int = 1, max_cache_len: int = 256, device: str = "cpu",
                     **options):
