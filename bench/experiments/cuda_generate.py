@@ -4,7 +4,7 @@ on random-weight Qwen2-class models, batch 1.
 
     python bench/experiments/cuda_generate.py build DIR [MODEL,...] [--prompt 128] [--new 128]
         here: DIR/MODEL.decoder (prefill for the prompt length and the decode step, sm_90)
-    python bench/experiments/cuda_generate.py run DIR [MODEL,...] [--contenders eager,compiled,braze]
+    python bench/experiments/cuda_generate.py run DIR [MODEL,...] [--contenders eager,compiled,braze] [--profile]
         GPU host (transformers there): the table below
 
 The weights are braze.testing.zoo.pool_weights (normal values of the init's spread, every matrix
@@ -129,7 +129,33 @@ def _median_s(fn, runs: int = 3):
     return statistics.median(times), out
 
 
-def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]) -> None:
+def _profile_steps(dec, prompt: int, step, step_ms: float, steps: int = 16, top: int = 12) -> None:
+    """Where a decode step's time goes (torch.profiler over `steps` steps): the GPU's busy time
+    per step against the step's wall time (the rest is gaps between kernels), and the kernels
+    taking most of it, by name."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            dec.position = prompt
+            dec.decode(step)
+        torch.cuda.synchronize()
+    kernels = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA" and e.device_time > 0:
+            k = kernels.setdefault(e.name, [0, 0.0])
+            k[0] += 1
+            k[1] += e.device_time / 1e3  # us -> ms
+    busy = sum(t for _, t in kernels.values()) / steps
+    count = sum(n for n, _ in kernels.values()) / steps
+    print(f"\nbraze decode step: {count:.0f} kernels, GPU busy {busy:.3f} ms of {step_ms:.3f} ms a step "
+          f"({100 * busy / step_ms:.0f}%); top kernels by time a step:")
+    for name, (n, t) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {t / steps:8.4f} ms  {n // steps:4d}x  {100 * t / steps / busy:4.1f}%  {name[:110]}")
+    print(flush=True)
+
+
+def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str], profile: bool = False) -> None:
     import braze
     import transformers
     from braze.tools.bench import copy_bandwidth
@@ -169,6 +195,8 @@ def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]
                     dec.decode(step)
                 torch.cuda.synchronize()
                 step_ms = (time.perf_counter() - t0) / 64 * 1e3
+                if profile:
+                    _profile_steps(dec, prompt, step, step_ms)
                 del dec
             else:
                 m, extra = model, {}
@@ -202,6 +230,7 @@ def main() -> None:
     p.add_argument("--prompt", type=int, default=128)
     p.add_argument("--new", type=int, default=128)
     p.add_argument("--contenders", default="eager,compiled,braze")
+    p.add_argument("--profile", action="store_true", help="where braze's decode step spends its time (torch.profiler)")
     a = p.parse_args()
     names = a.models.split(",")
     unknown = [n for n in names if n not in MODELS]
@@ -210,7 +239,7 @@ def main() -> None:
     if a.mode == "build":
         build(a.dir, names, a.prompt, a.new)
     else:
-        run(a.dir, names, a.prompt, a.new, a.contenders.split(","))
+        run(a.dir, names, a.prompt, a.new, a.contenders.split(","), a.profile)
 
 
 if __name__ == "__main__":
