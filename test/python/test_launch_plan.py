@@ -101,6 +101,53 @@ def test_weights_in_the_plan_are_the_models():
     assert model.bias.detach().numpy().tobytes() in blob
 
 
+def test_weights_in_the_plan_are_views_of_the_program():
+    """The plan keeps its weights as views of the same bytes in IREE's program, not copies (a
+    0.5B decoder's compile held them three times: bench/NOTES.md §52)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 64)).eval()
+    module = braze.compile(model, torch.randn(8, 256), device="cuda", target="sm_90", cache=False)
+    views = [c for c in module.plan.constants if isinstance(c, memoryview)]
+    assert views and all(v.obj is module.vmfb for v in views)
+    blob = b"".join(module.plan.constants)
+    for layer in (model[0], model[2]):
+        assert layer.weight.detach().numpy().tobytes() in blob
+
+
+def test_lazy_constants_slice_read_and_locate_as_bytes(monkeypatch):
+    """The plan's constants before IREE's program exists (pieces of blobs read a range at a
+    time) slice and read as the same bytes would, and are found in a program where their first
+    bytes also occur elsewhere."""
+    import random
+
+    from braze.compiler import cuda_plan
+
+    class Blobs:  # the reader's interface over plain bytes
+        def __init__(self, blobs):
+            self.blobs = blobs
+
+        def read(self, name, start, length):
+            return self.blobs[name][start:start + length]
+
+    rng = random.Random(0)
+    blobs = {n: rng.randbytes(rng.randrange(30000, 40000)) for n in "abc"}  # more than the 64 KiB head
+    reader = Blobs(blobs)
+    lazy = cuda_plan._Lazy.join([cuda_plan._Lazy([(reader, "a", 0, len(blobs["a"]))]), b"\x00" * 7,
+                                 cuda_plan._Lazy([(reader, "b", 3, len(blobs["b"]) - 3)]),
+                                 cuda_plan._Lazy([(reader, "c", 0, len(blobs["c"]))])])
+    plain = blobs["a"] + b"\x00" * 7 + blobs["b"][3:] + blobs["c"]
+    assert len(lazy) == len(plain) and lazy.read() == plain
+    for _ in range(200):
+        i, j = sorted(rng.randrange(len(plain) + 1) for _ in range(2))
+        assert lazy[i:j].read() == plain[i:j] and len(lazy[i:j]) == j - i
+    monkeypatch.setattr(cuda_plan, "_CHUNK", 1000)  # several chunks compared
+    far = len(plain) - 5  # the head, and a difference far past it (in the last chunk compared)
+    decoy = plain[:far] + bytes([plain[far] ^ 1]) + plain[far + 1:]
+    program = rng.randbytes(100) + plain[:len(plain) // 2] + b"\x01" + rng.randbytes(50) + plain + rng.randbytes(9)
+    assert cuda_plan._locate(program, lazy) == program.index(plain)
+    assert cuda_plan._locate(decoy + rng.randbytes(10), lazy) == -1
+
+
 def test_runtime_iree_compiles_no_plan_and_launch_without_one_fails():
     module = braze.compile(torch.nn.ReLU(), torch.randn(8), device="cuda", target="sm_90", runtime="iree")
     assert module.plan is None and module.report.launch_plan == ""

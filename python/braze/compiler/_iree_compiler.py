@@ -7,6 +7,7 @@ the front-end context; objects never cross between the two binding packages.
 from __future__ import annotations
 
 import json
+import pathlib
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -125,9 +126,10 @@ def _phases(inv) -> tuple:
             lambda phase: lib.ireeCompilerInvocationSetCompileFromPhase(inv._inv_p, phase.encode()))
 
 
-def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: str = "the module",
-                   at_hal=None, at_configurations=None) -> CompiledVmfb:
-    """Compile MLIR (bytecode or text) with IREE; return the .vmfb and scheduling statistics.
+def compile_module(source: "bytes | str | pathlib.Path", flags: list[str], *, module_hook=None,
+                   what: str = "the module", at_hal=None, at_configurations=None) -> CompiledVmfb:
+    """Compile MLIR (bytecode or text, or a pathlib.Path to a file of either) with IREE; return
+    the .vmfb and scheduling statistics.
 
     `module_hook(ir.Module)` may edit the parsed module in IREE's context before
     compilation (used to attach explicit device targets). `at_hal(module_op)`, when given, is
@@ -153,7 +155,8 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
         inv = session.invocation()
         with session.context:
             try:
-                module = iree_ir.Module.parse(source)
+                module = (iree_ir.Module.parseFile(str(source)) if isinstance(source, pathlib.Path)
+                          else iree_ir.Module.parse(source))
             except iree_ir.MLIRError as e:
                 raise _invalid_ir(what, "IREE's compiler could not parse the module braze produced", e,
                                   source if isinstance(source, str) else None) from None
@@ -197,9 +200,15 @@ def compile_module(source: bytes, flags: list[str], *, module_hook=None, what: s
                 handle.detach()
         if not ok:
             raise CompileError(_failure_message(what, diagnostics, native.text))
-        out = Output.open_membuffer()
+        # through a file: one copy of the program (its weights) in memory, where a membuffer
+        # and the bytes read from it were two
+        vmfb_path = os.path.join(tmp, "module.vmfb")
+        out = Output.open_file(vmfb_path)
         inv.output_vm_bytecode(out)
-        vmfb = bytes(out.map_memory())
+        out.keep()
+        out.close()
+        with open(vmfb_path, "rb") as f:
+            vmfb = f.read()
         dispatches = executables = None
         if os.path.exists(stats_path):
             with open(stats_path) as f:

@@ -368,6 +368,17 @@ def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | N
             raise DeviceError(f"target={target.arch!r} is not a CPU IREE's LLVM knows for this machine's "
                               f"architecture ({first}); use 'host', 'generic' or an LLVM CPU name such as "
                               "'znver3', 'skylake-avx512' or 'x86-64-v3'")
+    compiled = _compile_fused(source, flags, extra_flags, hook, what, at_hal, at_configurations)
+    if at_hal is not None and not isinstance(compiled.at_hal, str):
+        from braze.compiler.cuda_plan import bind_constants
+
+        bind_constants(compiled.at_hal, compiled.vmfb)  # the plan's weights: views of the program's
+    return compiled
+
+
+def _compile_fused(source, flags, extra_flags, hook, what, at_hal, at_configurations) -> CompiledVmfb:
+    """compile_module with IREE's aggressive fusion where the flags ask for it, else (or where
+    it fails) IREE's default dispatches."""
     if AGGRESSIVE_FUSION not in flags or any("aggressive-fusion" in f for f in extra_flags or []):
         return compile_module(source, flags, module_hook=hook, what=what, at_hal=at_hal,
                               at_configurations=at_configurations)

@@ -20,7 +20,11 @@ unavailable, with the op named: the module then runs through iree.runtime.
 
 from __future__ import annotations
 
+import binascii
+import mmap
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +48,120 @@ class _Buffer:
 
 @dataclass
 class _Bytes:
-    data: bytes
+    data: "bytes | _Lazy"
+
+
+_RESOURCE = re.compile(rb'^\s*([\w.$-]+): "0x([0-9A-Fa-f]*)"', re.MULTILINE)
+
+
+class _Resources:
+    """A module's builtin dialect resources (the weights), read from its printed form on disk a
+    range at a time. A blob prints as twice its bytes in hex, and the whole module as one string
+    was the peak of compiling a 0.5B-parameter decoder step: 10.2 GB for 1 GB of weights, 4.9
+    before the plan was read (bench/NOTES.md §52)."""
+
+    def __init__(self, module_op):
+        self._tmp = tempfile.TemporaryDirectory(prefix="braze-plan-")
+        path = os.path.join(self._tmp.name, "hal.mlir")
+        with open(path, "wb") as f:
+            module_op.print(file=f, binary=True, assume_verified=True)  # streamed to the file
+        self._file = open(path, "rb")
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(path) else b""
+        self.spans: dict[str, tuple[int, int]] = {}
+        """name -> (start, end) of the blob's hex digits in the file."""
+        at = self._map.rfind(b"dialect_resources:")
+        if at >= 0:
+            for m in _RESOURCE.finditer(self._map, at):
+                self.spans[m.group(1).decode()] = m.span(2)
+
+    def size(self, name: str) -> int:
+        start, end = self.spans[name]
+        return (end - start) // 2 - 4  # MLIR's blob encoding: a 4-byte alignment, then the bytes
+
+    def read(self, name: str, start: int, length: int) -> bytes:
+        at = self.spans[name][0] + 2 * (4 + start)
+        with memoryview(self._map) as hex_digits:
+            return binascii.unhexlify(hex_digits[at:at + 2 * length])
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+        self._file.close()
+        self._tmp.cleanup()
+
+
+class _Lazy:
+    """Constant bytes not read yet: pieces of bytes or (resources, name, start, length) ranges of
+    blobs. Sliced as bytes are; `read()` gives the bytes. The plan keeps its weights this way
+    until IREE's program exists, then as views of the same bytes in it (bind_constants)."""
+
+    def __init__(self, pieces: list):
+        self.pieces = pieces
+
+    @staticmethod
+    def _length(piece) -> int:
+        return len(piece) if isinstance(piece, (bytes, bytearray)) else piece[3]
+
+    def __len__(self) -> int:
+        return sum(self._length(p) for p in self.pieces)
+
+    @classmethod
+    def join(cls, parts: list) -> "_Lazy":
+        return cls([p for part in parts for p in (part.pieces if isinstance(part, _Lazy) else [bytes(part)])])
+
+    def __getitem__(self, key: slice) -> "_Lazy":
+        start, stop, step = key.indices(len(self))
+        if step != 1:
+            raise TypeError("a strided slice of constant bytes")
+        out, at = [], 0
+        for p in self.pieces:
+            n = self._length(p)
+            lo, hi = max(start - at, 0), min(stop - at, n)
+            if lo < hi:
+                out.append(p[lo:hi] if isinstance(p, (bytes, bytearray)) else (p[0], p[1], p[2] + lo, hi - lo))
+            at += n
+        return _Lazy(out)
+
+    def read(self) -> bytes:
+        return b"".join(p if isinstance(p, (bytes, bytearray)) else p[0].read(*p[1:]) for p in self.pieces)
+
+    def resources(self) -> set:
+        return {p[0] for p in self.pieces if not isinstance(p, (bytes, bytearray))}
+
+
+def bind_constants(plan: LaunchPlan, vmfb=None) -> None:
+    """The plan's constants that are still to be read (_Lazy) as views of the same bytes in
+    IREE's program `vmfb` (which holds the weights too), else (or without a vmfb) read: one copy
+    of the weights in memory, not three."""
+    view = memoryview(vmfb) if vmfb is not None else None
+    opened = set()
+    for i, c in enumerate(plan.constants):
+        if isinstance(c, _Lazy):
+            opened |= c.resources()
+            at = _locate(vmfb, c) if vmfb is not None else -1
+            plan.constants[i] = view[at:at + len(c)] if at >= 0 else c.read()
+    for resources in opened:
+        resources.close()
+
+
+_CHUNK = 1 << 26
+
+
+def _locate(vmfb, data: _Lazy) -> int:
+    """Where `data`'s bytes occur in `vmfb` (-1: nowhere), compared a chunk at a time: a
+    gigabyte of weights is never read whole."""
+    n = len(data)
+    if not n:
+        return -1
+    head = data[0:min(n, 1 << 16)].read()
+    at = vmfb.find(head)
+    with memoryview(vmfb) as view:
+        while at >= 0:
+            if at + n <= len(vmfb) and all(view[at + i:at + min(i + _CHUNK, n)] == data[i:i + _CHUNK].read()
+                                           for i in range(len(head), n, _CHUNK)):
+                return at
+            at = vmfb.find(head, at + 1)
+    return -1
 
 
 @dataclass
@@ -87,7 +204,7 @@ _CASTS = {"arith.index_cast", "arith.index_castui", "arith.extui", "arith.extsi"
 
 
 class _Interpreter:
-    def __init__(self, module_op, resources: dict[str, bytes], input_bytes: list, output_bytes: list,
+    def __init__(self, module_op, resources: _Resources, input_bytes: list, output_bytes: list,
                  transient_bytes, tied: dict | None = None):
         self.module = module_op
         self.tied = dict(tied or {})
@@ -142,13 +259,13 @@ class _Interpreter:
             self.executables.append(read_cuda_executable(self.binaries[symbol]))
         return self.executable_index[symbol]
 
-    def _constant_bytes(self, text: str, size: int) -> bytes:
+    def _constant_bytes(self, text: str, size: int) -> "bytes | _Lazy":
         """The bytes of a util.buffer.constant's value (a composite of elements, or one)."""
         text = text.strip()
         if text.startswith("#util.composite<"):
             inner = text[text.index("[") + 1: text.rindex("]")]
             parts = [p for p in split_top(inner) if p]
-            data = b"".join(self._element_bytes(p) for p in parts)
+            data = _Lazy.join([self._element_bytes(p) for p in parts])
         else:
             data = self._element_bytes(text)
         if len(data) != size:
@@ -158,10 +275,10 @@ class _Interpreter:
     def _element_bytes(self, text: str) -> bytes:
         resource = re.match(r"dense_resource<([^>]+)>\s*:", text)
         if resource:
-            blob = self.resources.get(resource.group(1))
-            if blob is None:
-                raise Unsupported(f"constant resource {resource.group(1)} not found")
-            return blob[4:]  # MLIR's blob encoding: a 4-byte alignment, then the bytes
+            name = resource.group(1)
+            if name not in self.resources.spans:
+                raise Unsupported(f"constant resource {name} not found")
+            return _Lazy([(self.resources, name, 0, self.resources.size(name))])
         pattern = re.match(r"#util\.byte_pattern<(-?\d+)>\s*:\s*(.+)$", text)
         if pattern:
             return bytes([int(pattern.group(1)) & 0xFF]) * _type_bytes(pattern.group(2))
@@ -546,15 +663,6 @@ def _type_bytes(text: str) -> int:
     return _elements(dims) * _WIDTH[found.group(2)]
 
 
-def _resources(module_text: str) -> dict[str, bytes]:
-    """The builtin dialect resources of a printed module: name -> blob bytes."""
-    at = module_text.rfind("dialect_resources:")
-    if at < 0:
-        return {}
-    return {m.group(1): bytes.fromhex(m.group(2))
-            for m in re.finditer(r'^\s*([\w.$-]+): "0x([0-9A-Fa-f]*)"', module_text[at:], re.MULTILINE)}
-
-
 def transient_size(module_op, function: str = "main") -> int | str:
     """The constant transient-storage size IREE states in `function`'s reflection (0: none), or
     the name of the function that computes it from the inputs (a dynamic build)."""
@@ -581,9 +689,19 @@ def plan_or_reason(module_op, input_bytes: list, output_bytes: list, tied: dict 
 
 def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_bytes: int | str,
                   tied: dict | None = None) -> LaunchPlan:
-    """The launch plan of a HAL-phase module (Unsupported when it cannot have one)."""
-    text = module_op.get_asm()  # for the dialect resources: weights are blobs there
-    interp = _Interpreter(module_op, _resources(text), input_bytes, output_bytes, 0, tied)
+    """The launch plan of a HAL-phase module (Unsupported when it cannot have one). Its imported
+    constants (the weights) are still to be read: bind_constants, once IREE's program exists."""
+    resources = _Resources(module_op)  # weights are blobs there
+    try:
+        return _plan_from_hal(module_op, resources, input_bytes, output_bytes, transient_bytes, tied)
+    except BaseException:
+        resources.close()
+        raise
+
+
+def _plan_from_hal(module_op, resources: _Resources, input_bytes: list, output_bytes: list,
+                   transient_bytes: int | str, tied: dict | None) -> LaunchPlan:
+    interp = _Interpreter(module_op, resources, input_bytes, output_bytes, 0, tied)
     interp.run_initializers()
     if isinstance(transient_bytes, str):  # IREE's query function: its value, per input shape
         sizer = [f for f in all_ops(module_op, "util.func")
@@ -596,7 +714,8 @@ def plan_from_hal(module_op, input_bytes: list, output_bytes: list, transient_by
             raise Unsupported(f"@{transient_bytes} does not return a size")
     interp.transient_bytes = transient_bytes
     steps, outputs = interp.run_main()
-    plan = LaunchPlan(interp.executables, [bytes(c) for c in interp.constants], steps, outputs, transient_bytes,
+    plan = LaunchPlan(interp.executables, [bytes(c) if isinstance(c, bytearray) else c for c in interp.constants],
+                      steps, outputs, transient_bytes,
                       len(input_bytes), init_steps=interp.init_steps, exprs=interp.exprs, checks=interp.checks)
     try:
         plan.validate()

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import json
+import pathlib
 import platform
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -252,56 +254,61 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
             report.launch_plan = "none: output_storage=False leaves the results in IREE's own buffers"
     progress.stage("IREE and generated kernels")
     flags = _iree_flags(lowered, list(opts.iree_flags))
+    # The module reaches IREE's compiler through a file, as a path: no bytes of it in memory
+    # beside the module itself (a decoder's weights are gigabytes; bench/NOTES.md §52).
+    with tempfile.TemporaryDirectory(prefix="braze-lowered-") as scratch:
+        source = pathlib.Path(scratch, "lowered.mlirbc")
+        lowered.write_bytecode(source)
 
-    def iree(float64: bool, **options):
-        return backend.compile_for_target(lowered.bytecode(), tgt, flags, transient_storage=transient_storage,
-                                          what=f"{type(model).__name__} for {tgt.describe()}", float64=float64,
-                                          aggressive_fusion=lowered.aggressive_fusion,
-                                          mmt4d_tiles=lowered.mmt4d_tiles, tied=tied, **options)
+        def iree(float64: bool, **options):
+            return backend.compile_for_target(source, tgt, flags, transient_storage=transient_storage,
+                                              what=f"{type(model).__name__} for {tgt.describe()}", float64=float64,
+                                              aggressive_fusion=lowered.aggressive_fusion,
+                                              mmt4d_tiles=lowered.mmt4d_tiles, tied=tied, **options)
 
-    float64 = lowered.float64
-    try:
+        float64 = lowered.float64
         try:
-            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
-        except CompileError as e:
-            fewer = _without_channels_last(flags, report, e)
-            if fewer is None:
+            try:
+                compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+            except CompileError as e:
+                fewer = _without_channels_last(flags, report, e)
+                if fewer is None:
+                    raise
+                flags = fewer
+                compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+        except CompileError as kept_error:
+            if not lowered.float64_inside:
                 raise
-            flags = fewer
-            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
-    except CompileError as kept_error:
-        if not lowered.float64_inside:
-            raise
-        # float64 the model computes only inside, which IREE's CPU code generator cannot always
-        # compile (float64 erf, sin): IREE's demotion, said aloud
-        float64 = False
-        try:
-            compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
-        except CompileError:
-            raise kept_error from None
-        first = str(kept_error).splitlines()[0].removeprefix(
-            f"IREE failed to compile {type(model).__name__} for {tgt.describe()}: ")
-        report.extra["float64"] = f"demoted to float32: IREE could not compile it kept ({first})"
-        warnings.warn(
-            f"braze.compile: IREE cannot compile {type(model).__name__}'s float64 work for {tgt.describe()} "
-            f"({lowered.float64_inside}; {first}): braze let IREE demote that float64 to float32, and results "
-            "can differ from eager's where float32 loses precision. Compute those ops in float32 to say so.",
-            BrazeWarning, stacklevel=4)
-    plan = None
-    if plan_sizes is not None:
-        if isinstance(compiled.at_hal, str):
-            report.launch_plan = f"none: {compiled.at_hal}"
-        else:
-            plan = compiled.at_hal
-            report.launch_plan = (f"{sum(s.op == 'dispatch' for s in plan.steps)} kernels, "
-                                  f"{sum(s.op != 'dispatch' for s in plan.steps)} fills/copies, " +
-                                  (f"sizes from the inputs' shapes ({len(plan.exprs)} expressions)" if plan.symbolic
-                                   else f"{plan.transient_bytes} transient bytes"))
-    if plan is None and output_storage and any(s.dynamic for s in lowered.signature.outputs):
-        # iree.runtime cannot size a dynamic result's storage before the call without the plan's
-        # arithmetic: compile again with the results in IREE's own buffers.
-        output_storage = False
-        compiled = iree(float64, output_storage=False)
+            # float64 the model computes only inside, which IREE's CPU code generator cannot always
+            # compile (float64 erf, sin): IREE's demotion, said aloud
+            float64 = False
+            try:
+                compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+            except CompileError:
+                raise kept_error from None
+            first = str(kept_error).splitlines()[0].removeprefix(
+                f"IREE failed to compile {type(model).__name__} for {tgt.describe()}: ")
+            report.extra["float64"] = f"demoted to float32: IREE could not compile it kept ({first})"
+            warnings.warn(
+                f"braze.compile: IREE cannot compile {type(model).__name__}'s float64 work for {tgt.describe()} "
+                f"({lowered.float64_inside}; {first}): braze let IREE demote that float64 to float32, and results "
+                "can differ from eager's where float32 loses precision. Compute those ops in float32 to say so.",
+                BrazeWarning, stacklevel=4)
+        plan = None
+        if plan_sizes is not None:
+            if isinstance(compiled.at_hal, str):
+                report.launch_plan = f"none: {compiled.at_hal}"
+            else:
+                plan = compiled.at_hal
+                report.launch_plan = (f"{sum(s.op == 'dispatch' for s in plan.steps)} kernels, "
+                                      f"{sum(s.op != 'dispatch' for s in plan.steps)} fills/copies, " +
+                                      (f"sizes from the inputs' shapes ({len(plan.exprs)} expressions)" if plan.symbolic
+                                       else f"{plan.transient_bytes} transient bytes"))
+        if plan is None and output_storage and any(s.dynamic for s in lowered.signature.outputs):
+            # iree.runtime cannot size a dynamic result's storage before the call without the plan's
+            # arithmetic: compile again with the results in IREE's own buffers.
+            output_storage = False
+            compiled = iree(float64, output_storage=False)
     if runtime == "launch" and plan is None:
         raise CompileError(f"runtime='launch': {type(model).__name__} has no CUDA launch plan "
                            f"({report.launch_plan or 'not compiled for CUDA'}); compile with runtime='iree'")
@@ -425,6 +432,11 @@ class Lowered:
         with self.context:
             self.module.operation.write_bytecode(buffer)
         return buffer.getvalue()
+
+    def write_bytecode(self, path) -> None:
+        """The module as MLIR bytecode in the file at `path` (written as it is serialized)."""
+        with open(path, "wb") as f, self.context:
+            self.module.operation.write_bytecode(f)
 
     def text(self, debuginfo: bool = False) -> str:
         """The module as MLIR text, printed as braze-opt prints it."""

@@ -23,7 +23,7 @@ Needs only the standard library: it is read on the GPU host, where there is no c
 from __future__ import annotations
 
 import struct
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 PLAN_VERSION = 3
 READS_VERSIONS = (1, 2, 3)
@@ -202,6 +202,14 @@ class LaunchPlan:
     """[condition, message] per `cf.assert` of IREE's program on the sizes (a broadcast's sizes
     agree): `concrete` raises ValueError with the message where one fails."""
     version: int = PLAN_VERSION
+
+    def __deepcopy__(self, memo) -> "LaunchPlan":
+        """A copy whose steps and lists are its own; the constants' bytes are shared (read-only,
+        often views of the program's: gigabytes of weights are not copied, and views cannot be)."""
+        import copy
+
+        shallow = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "constants"}
+        return LaunchPlan(constants=list(self.constants), **copy.deepcopy(shallow, memo))
 
     @property
     def symbolic(self) -> bool:
