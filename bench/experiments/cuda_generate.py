@@ -5,6 +5,7 @@ on random-weight Qwen2-class models, batch 1.
     python bench/experiments/cuda_generate.py build DIR [MODEL,...] [--prompt 128] [--new 128]
         here: DIR/MODEL.decoder (prefill for the prompt length and the decode step, sm_90)
     python bench/experiments/cuda_generate.py run DIR [MODEL,...] [--contenders eager,compiled,braze] [--profile]
+        [--drift N]
         GPU host (transformers there): the table below
 
 The weights are braze.testing.zoo.pool_weights (normal values of the init's spread, every matrix
@@ -19,6 +20,7 @@ run), and the first new token that differs from eager's.
 """
 
 import argparse
+import copy
 import os
 import statistics
 import sys
@@ -103,8 +105,38 @@ def restore(folder: str, model) -> None:
             f.write(weights[name])
 
 
-def _prompt(vocab: int, n: int):
-    return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(1))
+def _prompt(vocab: int, n: int, seed: int = 1):
+    return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+def _drift(out: str, name: str, model, prompt: int, new: int, prompts: int) -> None:
+    """The issue's bf16 criterion over `prompts` prompts: the first new token where eager bf16,
+    and where braze bf16, differ from eager float32 on the same weights (greedy)."""
+    import braze
+
+    wide = copy.deepcopy(model).float()
+    dec = braze.load_decoder(f"{out}/{name}.decoder", device="cuda")
+    kw = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
+    model.generation_config.cache_implementation = None
+
+    def first(tokens, reference) -> int:
+        differ = (tokens[0, prompt:].to(reference.device) != reference[0, prompt:]).nonzero()
+        return int(differ[0]) if len(differ) else new
+
+    eager_at, braze_at = [], []
+    for seed in range(1, prompts + 1):
+        ids = _prompt(model.config.vocab_size, prompt, seed).cuda()
+        with torch.no_grad():
+            f32 = wide.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+            bf16 = model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+        ours = dec.generate(ids, max_new_tokens=new, eos_token_id=None)
+        eager_at.append(first(bf16, f32))
+        braze_at.append(first(ours, f32))
+    print(f"\n{name}: first new token differing from eager float32 ({new}: none), {prompts} prompts of {prompt} "
+          f"tokens: eager bf16 {eager_at} (median {statistics.median(eager_at)}), braze bf16 {braze_at} "
+          f"(median {statistics.median(braze_at)}); braze no earlier than eager on {sum(b >= e for b, e in zip(braze_at, eager_at))} "
+          f"of {prompts}", flush=True)
+    del wide, dec
 
 
 def build(out: str, names: list[str], prompt: int, new: int) -> None:
@@ -162,7 +194,8 @@ def _profile_steps(dec, prompt: int, step, step_ms: float, steps: int = 16, top:
     print(flush=True)
 
 
-def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str], profile: bool = False) -> None:
+def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str], profile: bool = False,
+        drift: int = 0) -> None:
     import braze
     import transformers
     from braze.tools.bench import copy_bandwidth
@@ -226,6 +259,8 @@ def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]
             first = "none" if not len(differ) else str(int(differ[0]) - prompt)
             print(f"| {name} | {weights / 1e6:.0f} | {contender} | {new / seconds:.1f} | {step_ms:.3f} | "
                   f"{100 * roofline_ms / step_ms:.0f}% | {first} |", flush=True)
+        if drift:
+            _drift(out, name, model, prompt, new, drift)
         torch.cuda.empty_cache()
 
 
@@ -238,6 +273,8 @@ def main() -> None:
     p.add_argument("--new", type=int, default=128)
     p.add_argument("--contenders", default="eager,compiled,braze")
     p.add_argument("--profile", action="store_true", help="where braze's decode step spends its time (torch.profiler)")
+    p.add_argument("--drift", type=int, default=0, metavar="N",
+                   help="the bf16 criterion on N prompts: first tokens differing from eager float32")
     a = p.parse_args()
     names = a.models.split(",")
     unknown = [n for n in names if n not in MODELS]
@@ -246,7 +283,7 @@ def main() -> None:
     if a.mode == "build":
         build(a.dir, names, a.prompt, a.new)
     else:
-        run(a.dir, names, a.prompt, a.new, a.contenders.split(","), a.profile)
+        run(a.dir, names, a.prompt, a.new, a.contenders.split(","), a.profile, a.drift)
 
 
 if __name__ == "__main__":
