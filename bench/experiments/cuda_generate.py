@@ -84,8 +84,8 @@ def strip(folder: str, model) -> None:
                     at = mm.find(data[:64], at + 1)
                 if at < 0:
                     raise SystemExit(f"{path}: weight {name} not found whole; cannot strip it")
-                taken.append((at, len(data)))
-                entries.append((file, name, at, len(data)))
+                taken.append((at, n))
+                entries.append((file, name, at, n))
             for at, n in taken:
                 mm[at:at + n] = bytes(n)
     with open(folder.rstrip("/") + ".strip.json", "w") as f:
@@ -109,6 +109,18 @@ def _prompt(vocab: int, n: int, seed: int = 1):
     return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
+def _greedy(ids, new: int) -> dict:
+    """transformers generate()'s arguments for `new` greedy tokens after `ids`, no early end."""
+    return dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0,
+                attention_mask=torch.ones_like(ids))
+
+
+def _first_difference(tokens, reference, prompt: int) -> int | None:
+    """The first new token where `tokens` differs from `reference` (None: none does)."""
+    differ = (tokens[0].to(reference.device) != reference[0]).nonzero()
+    return int(differ[0]) - prompt if len(differ) else None
+
+
 def _drift(out: str, name: str, model, prompt: int, new: int, prompts: int) -> None:
     """The issue's bf16 criterion over `prompts` prompts: the first new token where eager bf16,
     and where braze bf16, differ from eager float32 on the same weights (greedy)."""
@@ -116,19 +128,18 @@ def _drift(out: str, name: str, model, prompt: int, new: int, prompts: int) -> N
 
     wide = copy.deepcopy(model).float()
     dec = braze.load_decoder(f"{out}/{name}.decoder", device="cuda")
-    kw = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
     model.generation_config.cache_implementation = None
 
     def first(tokens, reference) -> int:
-        differ = (tokens[0, prompt:].to(reference.device) != reference[0, prompt:]).nonzero()
-        return int(differ[0]) if len(differ) else new
+        at = _first_difference(tokens, reference, prompt)
+        return new if at is None else at
 
     eager_at, braze_at = [], []
     for seed in range(1, prompts + 1):
         ids = _prompt(model.config.vocab_size, prompt, seed).cuda()
         with torch.no_grad():
-            f32 = wide.generate(ids, attention_mask=torch.ones_like(ids), **kw)
-            bf16 = model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+            f32 = wide.generate(ids, **_greedy(ids, new))
+            bf16 = model.generate(ids, **_greedy(ids, new))
         ours = dec.generate(ids, max_new_tokens=new, eos_token_id=None)
         eager_at.append(first(bf16, f32))
         braze_at.append(first(ours, f32))
@@ -217,8 +228,7 @@ def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]
             weights -= table.numel() * table.element_size()
         roofline_ms = weights / (bandwidth * 1e9) * 1e3
         ids = _prompt(model.config.vocab_size, prompt).cuda()
-        kw = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0,
-                  attention_mask=torch.ones_like(ids))
+        kw = _greedy(ids, new)
         with torch.no_grad():
             prefill_s, _ = _median_s(lambda: model(ids))
         reference = None
@@ -255,8 +265,8 @@ def run(out: str, names: list[str], prompt: int, new: int, contenders: list[str]
             tokens = tokens.to(ids.device)
             if reference is None:
                 reference = tokens
-            differ = (tokens[0] != reference[0]).nonzero()
-            first = "none" if not len(differ) else str(int(differ[0]) - prompt)
+            first = _first_difference(tokens, reference, prompt)
+            first = "none" if first is None else str(first)
             print(f"| {name} | {weights / 1e6:.0f} | {contender} | {new / seconds:.1f} | {step_ms:.3f} | "
                   f"{100 * roofline_ms / step_ms:.0f}% | {first} |", flush=True)
         if drift:

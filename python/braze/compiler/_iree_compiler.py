@@ -7,8 +7,8 @@ the front-end context; objects never cross between the two binding packages.
 from __future__ import annotations
 
 import json
-import pathlib
 import os
+import pathlib
 import tempfile
 from dataclasses import dataclass, field
 

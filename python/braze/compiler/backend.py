@@ -332,7 +332,7 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     return flags, hook
 
 
-def compile_for_target(source: bytes, target: Target, extra_flags: list[str] | None = None,
+def compile_for_target(source: "bytes | pathlib.Path", target: Target, extra_flags: list[str] | None = None,
                        output_storage: bool = False, transient_storage: bool = False,
                        what: str = "the module", float64: bool = False,
                        launch_plan: tuple[list[int], list[int]] | None = None,

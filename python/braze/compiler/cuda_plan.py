@@ -129,16 +129,16 @@ class _Lazy:
         return {p[0] for p in self.pieces if not isinstance(p, (bytes, bytearray))}
 
 
-def bind_constants(plan: LaunchPlan, vmfb=None) -> None:
+def bind_constants(plan: LaunchPlan, vmfb: bytes) -> None:
     """The plan's constants that are still to be read (_Lazy) as views of the same bytes in
-    IREE's program `vmfb` (which holds the weights too), else (or without a vmfb) read: one copy
-    of the weights in memory, not three."""
-    view = memoryview(vmfb) if vmfb is not None else None
+    IREE's program `vmfb` (which holds the weights too), else read: one copy of the weights in
+    memory, not three."""
+    view = memoryview(vmfb)
     opened = set()
     for i, c in enumerate(plan.constants):
         if isinstance(c, _Lazy):
             opened |= c.resources()
-            at = _locate(vmfb, c) if vmfb is not None else -1
+            at = _locate(vmfb, c)
             plan.constants[i] = view[at:at + len(c)] if at >= 0 else c.read()
     for resources in opened:
         resources.close()
