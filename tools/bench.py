@@ -7,6 +7,8 @@
         (braze.compile(fusion=False) on iree.runtime) and braze (fusion=True, its default
         runtime: the launcher on CUDA), interleaved rep by rep; on CUDA each contender's
         device memory per call and held between calls; geomeans at the end.
+        --workloads generate_qwen2-0.5b_p128_b1 (or 'generate'): text generation instead, tokens/s
+        and the decode step against the bandwidth roofline (tools/bench_generate.py).
     braze bench build --device cuda --target sm_90 DIR [--workloads ...] [--group-mib 40]
         (needs the compiler) compile both IREE contenders for another machine; write the
         artifacts in size-capped groups DIR/group-N/, each with a manifest.json.
@@ -549,7 +551,8 @@ def bench_here(args) -> int:
     from braze.testing.zoo import select
 
     device = args.device
-    workloads = select(_names(args.workloads), device, args.quick, args.batch_scale)
+    names, generations = _split_generation(args.workloads, device)
+    workloads = select(names, device, args.quick, args.batch_scale) if names or not generations else []
     if device == "cpu":
         set_threads(args.threads)
     budget, min_reps = _default_budget(device, args.quick)
@@ -594,7 +597,22 @@ def bench_here(args) -> int:
         result["workloads"].append(row)
         del contenders
         _reset_torch()
+    if generations:
+        from . import bench_generate
+
+        result["generate"] = bench_generate.bench_here(generations, device, args.target, copy_gbs, modes)
     return _finish(result, args)
+
+
+def _split_generation(text: str | None, device: str):
+    """(--workloads names for the zoo, or None for its default suite; the generation workloads)."""
+    from braze.testing import generation
+
+    names = _names(text)
+    if not names:
+        return None, []
+    others = [n for n in names if not generation.is_generation(n)]
+    return others, generation.parse([n for n in names if generation.is_generation(n)], device)
 
 
 def _reset_torch() -> None:
@@ -620,9 +638,16 @@ def bench_build(args) -> int:
 
     device = args.device
     out = Path(args.dir)
+    names, generations = _split_generation(args.workloads, device)
+    if generations:
+        from . import bench_generate
+
+        bench_generate.build(generations, out, device, args.target)
+        if not names:
+            return 0
     staging = out / "_staging"
     staging.mkdir(parents=True, exist_ok=True)
-    workloads = select(_names(args.workloads), device, args.quick, args.batch_scale)
+    workloads = select(names, device, args.quick, args.batch_scale)
     built = ("braze",) if args.skip_iree else ("iree", "braze")
     entries = []
     steps = len(workloads) * len(built)
@@ -704,11 +729,11 @@ def plan_groups(entries: list[dict], limit: float) -> list[list[dict]]:
     return [members for _, members in groups]
 
 
-def _manifests(directory: Path) -> list[Path]:
+def _manifests(directory: Path, missing_ok: bool = False) -> list[Path]:
     if (directory / "manifest.json").exists():
         return [directory / "manifest.json"]
     found = sorted(directory.glob("group-*/manifest.json"), key=lambda p: int(p.parent.name.split("-")[1]))
-    if not found:
+    if not found and not missing_ok:
         from braze.errors import ArtifactError
 
         raise ArtifactError(f"{directory} has no manifest.json and no group-*/manifest.json; "
@@ -722,8 +747,14 @@ def bench_run(args) -> int:
     import braze
     from braze.testing.zoo import checksum, workload
 
+    from . import bench_generate
+
     directory = Path(args.dir)
-    manifests = [json.loads(p.read_text()) | {"_dir": p.parent} for p in _manifests(directory)]
+    generating = bench_generate.has_artifacts(directory)
+    found = _manifests(directory, missing_ok=generating)
+    manifests = [json.loads(p.read_text()) | {"_dir": p.parent} for p in found]
+    if not manifests:  # generation only
+        manifests = [json.loads((directory / "generate" / "manifest.json").read_text()) | {"workloads": []}]
     device = manifests[0]["device"]
     tdev = _torch_device(device)
     if device == "cpu":
@@ -748,6 +779,8 @@ def bench_run(args) -> int:
     only = _names(args.workloads)
     if only:
         jobs = {k: v for k, v in jobs.items() if k in only}
+    if generating:
+        result["generate"] = bench_generate.run(directory, only, copy_gbs, modes)
     for k, (e, arts) in enumerate(jobs.values(), 1):
         w = workload(e["workload"])
         _progress(f"[{k}/{len(jobs)}] {w.name}: torch.compile, loading artifacts, measuring...")
@@ -811,9 +844,12 @@ def table(result: dict) -> str:
         + (f", braze commit {result['git_commit']}" if result.get("git_commit") else "") + "  ",
         f"Copy bandwidth (device to device, measured in this run): {_fmt(result.get('copy_bandwidth_gbs'), '.1f')} GB/s",
         "",
-        "| workload | shapes | contender | median ms | p10–p90 ms | reps | kernels | compile s | max rel err | GB/s (% of copy) | MiB per call (held) | speedup vs eager |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    if result["workloads"] or not result.get("generate"):
+        lines += [
+            "| workload | shapes | contender | median ms | p10–p90 ms | reps | kernels | compile s | max rel err | GB/s (% of copy) | MiB per call (held) | speedup vs eager |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
     for w in result["workloads"]:
         for name in CONTENDERS:
             c = w["contenders"].get(name)
@@ -833,13 +869,19 @@ def table(result: dict) -> str:
                 f"{c['reps']} | {_fmt(c.get('kernels'), 'd') if c.get('kernels') is not None else '—'} | "
                 f"{_fmt(c.get('compile_seconds'), '.1f')} | {_fmt(c.get('max_rel_err'), '.1e')} | {bw} | "
                 f"{_memory_text(c)} | {_fmt(c.get('speedup_vs_eager'), '.2f')}x |")
-    lines += ["", "Kernels: " + "; ".join(sorted(_kernel_methods(result))) + "."]
+    if result["workloads"]:
+        lines += ["", "Kernels: " + "; ".join(sorted(_kernel_methods(result))) + "."]
     methods = sorted({f"{n}: {c['memory_method']}" for w in result["workloads"]
                       for n, c in w["contenders"].items() if c.get("memory_method")})
     if methods:
         lines += ["", "Memory (device MiB one call needs above what was in use before it; held between calls): "
                   + "; ".join(methods) + "."]
-    lines += ["", *summary(result)]
+    if result["workloads"]:
+        lines += ["", *summary(result)]
+    if result.get("generate"):
+        from . import bench_generate
+
+        lines += bench_generate.table(result["generate"])
     return "\n".join(lines)
 
 
@@ -993,6 +1035,12 @@ def merge(results: list[dict]) -> dict:
             for name, c in w["contenders"].items():
                 if name not in known or known[name]["status"] != "ok":
                     known[name] = c
+    rows: dict[str, dict] = {}
+    for r in results:  # generation rows: the first run's row of a workload is kept
+        for row in r.get("generate", []):
+            rows.setdefault(row["name"], row)
+    if rows:
+        out["generate"] = list(rows.values())
     out["settings"] = dict(out.get("settings", {}), merged_from=len(results))
     return out
 
@@ -1026,7 +1074,8 @@ def _scales(text: str) -> tuple[int, ...]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a small subset with a short time budget")
     p.add_argument("--workloads", help="comma-separated names (default: the device's suite; 'transformers': "
-                   "the production-size transformer layers; name@Nx: N times its batch)")
+                   "the production-size transformer layers; name@Nx: N times its batch; "
+                   "generate_MODEL_pPROMPT_bBATCH or 'generate': text generation, tokens/s)")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed reps per contender (default: as many as fit a time budget, at least 5)")
     p.add_argument("--json", help="write the results here")

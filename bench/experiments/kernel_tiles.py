@@ -14,7 +14,7 @@ weights in the artifact), and Linear layers at the bench's shapes
 kernel is the same: the weight is read K-major either way); the GPU host makes the seeded
 inputs. `_tf32` cases compile with precision="high" and run eager with TF32 allowed (cuBLAS's
 TF32 GEMM). The tile a build uses is forced by replacing the cost model's choice
-(braze.kernels.attention.choose_tile, generate_kernels' choose_tile) for the compile;
+(braze.kernels.attention.choose_tile, braze.kernels.gemm.choose_tile) for the compile;
 everything else is braze.compile as a user runs it.
 """
 
@@ -38,6 +38,12 @@ TILES_32 = [(64, 64, 4, 2), (64, 32, 4, 2), (128, 64, 8, 2), (128, 32, 8, 2), (6
             (64, 32, 4, 3)]
 GEMM_16 = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4),
            (64, 128, 64, 4, 4), (64, 64, 64, 4, 4), (64, 256, 64, 8, 3), (128, 64, 32, 4, 5)]
+GEMV_16 = [(16, 16, 256, 4, 4), (16, 16, 256, 2, 4), (16, 16, 512, 4, 3), (16, 16, 128, 4, 6),
+           (16, 32, 256, 4, 3), (16, 32, 256, 2, 4), (16, 32, 128, 4, 4), (16, 64, 128, 4, 4),
+           (16, 64, 256, 4, 3), (16, 128, 128, 4, 3), (16, 16, 256, 4, 4, 2), (16, 32, 256, 4, 3, 2),
+           (16, 32, 128, 4, 4, 4), (16, 64, 128, 4, 4, 4)]
+"""Tiles for M <= 16 (a decode step's GEMMs): 16 rows, narrow and deep, split K where the
+columns alone leave SMs idle."""
 GEMM_32 = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (64, 64, 32, 4, 3),
            (128, 64, 32, 8, 3), (64, 64, 32, 4, 4), (128, 128, 32, 8, 2), (64, 32, 32, 4, 4)]
 
@@ -60,6 +66,17 @@ LINEAR_CASES = {
     # ragged and long K: split-K's uneven last part and edge tiles
     "ragged_77x131x1000_gelu_bf16": ("bfloat16", 77, 1000, 131, "gelu", None),
     "ragged_77x131x1000_gelu_f32": ("float32", 77, 1000, 131, "gelu", None),
+    # a decode step's GEMMs at batch 1 and 8 (Qwen2-1.5B and -0.5B classes: q/k/v joined, o,
+    # gate/up joined, down): weight-streaming, M far below any tile's rows
+    "dec15_qkv_1x2048x1536_bf16": ("bfloat16", 1, 1536, 2048, None, None),
+    "dec15_o_1x1536x1536_bf16": ("bfloat16", 1, 1536, 1536, "nobias", None),
+    "dec15_gateup_1x17920x1536_bf16": ("bfloat16", 1, 1536, 17920, "nobias", None),
+    "dec15_down_1x1536x8960_bf16": ("bfloat16", 1, 8960, 1536, "nobias", None),
+    "dec05_qkv_1x1152x896_bf16": ("bfloat16", 1, 896, 1152, None, None),
+    "dec05_o_1x896x896_bf16": ("bfloat16", 1, 896, 896, "nobias", None),
+    "dec05_down_1x896x4864_bf16": ("bfloat16", 1, 4864, 896, "nobias", None),
+    "dec15_qkv_8x2048x1536_bf16": ("bfloat16", 8, 1536, 2048, None, None),
+    "dec15_down_8x1536x8960_bf16": ("bfloat16", 8, 8960, 1536, "nobias", None),
 }
 
 
@@ -82,6 +99,8 @@ def _tiles(name: str) -> list[tuple]:
         return GROUPED
     if name in kernels_check.CONV_CASES:
         return GEMM_32 if kernels_check.CONV_CASES[name][0] == "float32" else GEMM_16
+    if name in LINEAR_CASES and LINEAR_CASES[name][1] <= 16:
+        return GEMV_16
     if name in LINEAR_CASES:
         return GEMM_32 if LINEAR_CASES[name][0] == "float32" else GEMM_16
     return TILES_32 if kernels_check.ATTENTION_CASES[name][0] == "float32" else TILES_16
@@ -94,7 +113,7 @@ def _linear_model(name: str):
 
     class Linear(torch.nn.Module):
         def forward(self, x, w, b):
-            y = torch.nn.functional.linear(x, w, b)
+            y = torch.nn.functional.linear(x, w, None if act == "nobias" else b)
             return torch.nn.functional.gelu(y) if act == "gelu" else y
 
     gen = torch.Generator().manual_seed(sum(map(ord, name)))
@@ -124,9 +143,8 @@ def _tag(tile) -> str:
 def build(folder: Path, only: list[str], tiles: list[tuple] | None = None) -> int:
     import braze
     from braze.errors import KernelResourceError
-    from braze.kernels import attention
+    from braze.kernels import attention, gemm
     from braze.kernels import build as kbuild
-    from braze.passes.gpu import generate_kernels
 
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {}
@@ -136,15 +154,22 @@ def build(folder: Path, only: list[str], tiles: list[tuple] | None = None) -> in
     def recording_build(spec, arch="sm_90"):
         built = real_build(spec, arch)
         chosen["name"] = built.name
+        chosen["tile"] = tuple(spec.tile)
         return built
+
+    model_tile = gemm.choose_tile
 
     kbuild.build = recording_build
     for name in ALL:
         if only and name not in only:
             continue
         model, args = _model(name)
-        for tile in tiles or _tiles(name):
-            attention.choose_tile = generate_kernels.choose_tile = lambda spec, sms, tile=tile: tile
+        candidates = list(tiles or _tiles(name))
+        if not tiles and name in LINEAR_CASES and LINEAR_CASES[name][1] <= 16:
+            candidates.insert(0, None)  # first the cost model's own tile, as a user gets it
+        for tile in candidates:
+            attention.choose_tile = gemm.choose_tile = (
+                model_tile if tile is None else lambda spec, sms, tile=tile: tile)
             try:
                 compiled = braze.compile(model, *args, device="cuda", target="sm_90", cache=False,
                                          precision="high" if _tf32(name) else None)
@@ -153,6 +178,7 @@ def build(folder: Path, only: list[str], tiles: list[tuple] | None = None) -> in
                 continue
             if len(compiled.report.kernels) != 1 or not compiled.report.kernels[0]["generated"]:
                 raise SystemExit(f"{name}: expected one generated kernel, got {compiled.report.kernels}")
+            tile = tile or chosen["tile"]
             file = f"{name}.{_tag(tile)}.braze"
             compiled.save(folder / file, overwrite=True)
             manifest[file] = {"case": name, "tile": list(tile), "kernel": chosen["name"]}

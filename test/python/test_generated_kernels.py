@@ -28,6 +28,7 @@ from braze.kernels.spec import ATTR, GemmSpec, Input
 
 triton = pytest.importorskip("triton")
 from braze.kernels import build as kbuild  # noqa: E402
+from braze.kernels import gemm  # noqa: E402
 
 HELPER = Path(__file__).parent / "helpers" / "interpret_kernel.py"
 
@@ -370,6 +371,32 @@ def test_sm90_artifact_holds_wgmma_kernels(tmp_path):
     assert not any(k["generated"] for k in off.report.kernels)
     with zipfile.ZipFile(off.save(tmp_path / "off.braze")) as z:
         assert b"wgmma" not in z.read("module.vmfb")
+
+
+@pytest.mark.parametrize("m,tile", [(1, (16, 16, 256, 4, 4)), (1, (16, 32, 128, 4, 4, 4)), (5, (16, 32, 128, 4, 4, 3))],
+                         ids=["gemv", "gemv-split-k", "gemv-5-rows-split-3"])
+def test_template_weight_streaming_tiles(m, tile, tmp_path):
+    """A decode step's projections: fewer rows than the tile's 16, K in ragged 256- or 128-deep
+    steps (600), split K with an uneven last part, N no multiple of the tile."""
+    torch.manual_seed(12)
+    _ragged_case(m, 40, 600, "nk", tile, tmp_path)
+
+
+def test_decode_step_gemms_take_weight_streaming_tiles():
+    """At most 16 rows: 16x16 tiles 256 deep, K of 4096 and more split at 16x32 (NOTES §53);
+    wide N (gate/up), more rows, batched matmuls and float32 keep their tiles."""
+    def tile(m, n, k, a="bf16", **kw):
+        return gemm.choose_tile(GemmSpec(m=m, n=n, k=k, a=a, b=a, b_layout="nk", out=a, **kw), 132)
+
+    assert tile(1, 2048, 1536) == tile(8, 1536, 1536) == tile(16, 896, 896) == gemm.GEMV_TILE
+    assert tile(1, 1536, 8960) == tile(1, 896, 4864) == (16, 32, 128, 4, 4, 4)
+    assert tile(1, 256, 8192)[5] == 8 and tile(1, 8192, 4096) == gemm.GEMV_TILE
+    assert tile(1, 17920, 1536)[0] == 64 and tile(17, 2048, 1536)[0] == 64
+    assert tile(1, 2048, 1536, batch=4)[0] != 16
+    assert tile(1, 2048, 1536, a="f32", precision="tf32x3")[0] != 16
+    for m, n, k in ((1, 2048, 1536), (1, 1536, 8960)):
+        assert tile(m, n, k) in gemm.candidates(GemmSpec(m=m, n=n, k=k, a="bf16", b="bf16", b_layout="nk",
+                                                         out="bf16"), 132)
 
 
 def test_long_k_gemm_with_idle_sms_splits_k(tmp_path):

@@ -773,6 +773,31 @@ def _split(spec: GemmSpec, sms: int, bm: int, bn: int) -> int:
     return best
 
 
+GEMV_MAX_M = 16
+GEMV_TILE = (16, 16, 256, 4, 4)
+GEMV_SPLIT_TILE = (16, 32, 128, 4, 4)
+GEMV_SPLIT_MIN_K = 4096
+"""A matmul of at most 16 rows (a decode step's projections at batch 1-16) streams its weight
+once: its time is the weight's bytes over the bandwidth the programs keep in flight. 16 rows
+(the least a dot takes), 16 columns and 256-deep K steps four stages deep, one program per 16
+columns: q/k/v 1x2048x1536 bf16 9.18 -> 6.98 us, o 1x1536x1536 8.78 -> 6.58 (cuBLAS 7.37 and
+6.44) against the 64x32 tiles before; a K of 4096 and more (the MLP's down projection) split 4
+ways (2, 4 or 8: the fewest that make 0.8 of a wave) at 16x32x128 where 16x32 tiles leave SMs
+idle: 1x1536x8960 15.42 -> 14.13 us (cuBLAS's split K 16.82), 1x896x4864 8.82 ->
+8.21 (10.81). Wide N (gate/up 1x17920x1536: 280 programs of 64x64) keeps the tiles it had:
+the best narrow tile was within 2% of them (21.86 against 22.10 us), 16x16 8% slower (ncu on an
+H100, bench/experiments/kernel_tiles.py, NOTES §53)."""
+
+
+def _gemv_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
+    programs = _programs(spec, 16, 32)
+    if spec.k < GEMV_SPLIT_MIN_K or programs >= sms:
+        return GEMV_TILE
+    split = next((s for s in (2, 4, 8) if 5 * programs * s >= 4 * sms or spec.k // (2 * s) < SPLIT_MIN_PART),
+                 8)
+    return GEMV_SPLIT_TILE + (split,)
+
+
 def _conv_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
     tiles = [t for t in CONV_TILES if spec.a != "f32" or t[1] <= 128]
     bm, bn, bk, warps, stages = _cheapest(spec, sms, tiles)
@@ -825,6 +850,8 @@ def choose_tile(spec: GemmSpec, sms: int) -> tuple[int, ...]:
             tile = TILE_TF32_HUGE
         else:
             tile = TILE_TF32_LARGE if _programs(spec, 128, 128) >= 4 * sms else TILE_TF32
+    elif spec.m <= GEMV_MAX_M and not spec.batch and _programs(spec, 64, 64) < sms:
+        tile = _gemv_tile(spec, sms)
     elif _programs(spec, 128, 256) >= 2 * sms:
         tile = _persistent_tma(spec, TILE_16_LARGE, sms)
     elif _split(spec, sms, 64, 64) > 1:
@@ -925,6 +952,9 @@ def candidates(spec: GemmSpec, sms: int) -> list[tuple[int, ...]]:
         table = list(TUNE_TF32)
     else:
         table = list(TUNE_16)
+    if not spec.conv and not spec.batch and spec.a != "f32" and spec.m <= GEMV_MAX_M:  # weight-streaming (§53)
+        table = [GEMV_TILE, (16, 16, 128, 4, 6), (16, 32, 256, 2, 4), (16, 32, 128, 4, 4, 4), (16, 64, 128, 4, 4, 4),
+                 (16, 16, 256, 4, 4, 2)] + table
     if not spec.conv and spec.a != "f32" and _programs(spec, 128, 128) >= 2 * sms:  # persistent, TMA (§27)
         table += [t for t in (_persistent_tma(spec, (128, 256, 64, 8, 3), sms),
                               _persistent_tma(spec, (128, 128, 64, 8, 4), sms)) if len(t) > 5]

@@ -1,0 +1,96 @@
+"""braze bench's text-generation rows (`--workloads generate_*`): names, the measurement here and
+through build/run (weights stripped for the transfer and restored from the seed), the table."""
+
+import hashlib
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from braze.errors import UsageError  # noqa: E402
+from braze.testing import generation  # noqa: E402
+from braze.tools import bench  # noqa: E402
+
+
+def test_generation_names():
+    (w,) = generation.parse(["generate_qwen2-0.5b_p512_b8"], "cuda")
+    assert (w.model, w.prompt, w.batch, w.new) == ("qwen2-0.5b", 512, 8, 128)
+    assert w.name == "generate_qwen2-0.5b_p512_b8" and w.cache_len == 640
+    (w,) = generation.parse(["generate_qwen2-1.5b"], "cuda")
+    assert (w.prompt, w.batch) == (128, 1)
+    matrix = generation.parse(["generate"], "cuda")
+    assert {(w.model, w.prompt, w.batch) for w in matrix} == {
+        (m, p, b) for m in ("qwen2-0.5b", "qwen2-1.5b") for p in (128, 512) for b in (1, 8)}
+    for bad in ("generate_llama-7b", "generate_qwen2-0.5b_p0", "generate_qwen2-0.5b_x3"):
+        with pytest.raises(UsageError, match="generat"):
+            generation.parse([bad], "cpu")
+
+
+def test_bench_refuses_an_unknown_generation_workload(capsys):
+    assert bench.main(["--workloads", "generate_gpt5", "--torch-compile-modes", "none"]) == 2
+    assert "unknown generation workload 'generate_gpt5'" in capsys.readouterr().err
+
+
+def _digests(folder):
+    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(folder.glob("*.braze"))}
+
+
+def test_strip_then_restore_gives_the_same_bytes(tmp_path):
+    import braze
+
+    lm = generation.model_for("qwen2-tiny")
+    dec = braze.compile_decoder(lm, batch_size=1, max_cache_len=8, cache=False)
+    dec.program(4)
+    folder = dec.save(tmp_path / "d.decoder")
+    before = _digests(folder)
+    zeroed, size = generation.strip(str(folder), lm)
+    assert zeroed >= 2 * 2 * 7 and size > 0  # both programs: every projection of both layers (and the head)
+    assert _digests(folder) != before
+    entries = json.loads((folder / "strip.json").read_text())
+    file, _, at, n = entries[0]
+    assert (folder / file).read_bytes()[at:at + n] == bytes(n)
+    assert generation.restore(str(folder), generation.model_for("qwen2-tiny")) == zeroed
+    assert _digests(folder) == before and not (folder / "strip.json").exists()
+
+
+@pytest.mark.slow
+def test_generate_build_then_run(tmp_path):
+    art = tmp_path / "art"
+    assert bench.main(["build", str(art), "--device", "cpu", "--workloads", "generate_qwen2-tiny_p16_b2"]) == 0
+    folder = art / "generate" / "generate_qwen2-tiny_p16_b2.decoder"
+    assert (folder / "strip.json").exists()  # the weights crossed as zeros
+    out = tmp_path / "r.json"
+    assert bench.main(["run", str(art), "--torch-compile-modes", "default", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["workloads"] == []
+    (row,) = result["generate"]
+    assert (row["name"], row["batch"], row["prompt"], row["new"]) == ("generate_qwen2-tiny_p16_b2", 2, 16, 128)
+    assert set(row["contenders"]) == {"eager", "compiled", "braze"}
+    for name, c in row["contenders"].items():
+        assert c["status"] == "ok", (name, c["error"])
+        assert c["tok_s"] > 0 and c["decode_ms"] > 0 and 0 < c["roofline_fraction"] < 1
+        # float32 greedy: every contender's tokens are eager's (braze's only with its weights restored)
+        assert c["first_difference"] is None, name
+    assert set(row["prefill_ms"]) == {"eager", "inductor", "braze"}
+    assert all(v["ms"] > 0 for v in row["prefill_ms"].values())
+    text = bench.table(result)
+    assert "| generate_qwen2-tiny_p16_b2 | 0.4 | braze |" in text
+    assert "braze vs best torch.compile" in text
+    merged = bench.merge([result, result])
+    assert len(merged["generate"]) == 1
+    assert bench.main(["table", str(out)]) == 0
+
+
+def test_first_difference_by_hand():
+    import torch
+
+    from braze.tools.bench_generate import first_difference
+
+    ref = torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]])
+    assert first_difference(ref.clone(), ref, 2) is None
+    other = ref.clone()
+    other[1, 4] = 9
+    assert first_difference(other, ref, 2) == 2
+    other[0, 3] = 9
+    assert first_difference(other, ref, 2) == 1
