@@ -41,13 +41,16 @@ from braze.accuracy import max_error
 from braze.errors import BrazeError, UsageError
 
 from . import timing
+from .bench_common import TORCH_COMPILE_MODES
+from .bench_common import error_text as _error_text
+from .bench_common import progress as _progress
+from .bench_common import reset_torch as _reset_torch
 
 SCHEMA = "braze-bench/1"
 CONTENDERS = ("eager", "inductor", "inductor-ro", "inductor-max", "iree", "braze")
 """Column order everywhere. inductor* = torch.compile in its default, reduce-overhead (CUDA
 graphs) and max-autotune modes; iree = the raw toolchain (braze.compile(fusion=False) run by
 iree.runtime); braze = fusion=True with its default runtime (the CUDA launcher on CUDA)."""
-TORCH_COMPILE_MODES = {"default": "inductor", "reduce-overhead": "inductor-ro", "max-autotune": "inductor-max"}
 """torch.compile mode -> contender name."""
 LABELS = {"eager": "torch eager", "inductor": "torch.compile", "inductor-ro": "torch.compile reduce-overhead",
           "inductor-max": "torch.compile max-autotune", "iree": "IREE (no braze fusion)", "braze": "braze"}
@@ -59,10 +62,6 @@ METRICS = (
 """Keys every contender's entry in the JSON has (None where they do not apply)."""
 LATENCY_KEYS = ("min", "p10", "median", "p90", "max")
 DEFAULT_GROUP_MIB = 40.0
-
-
-def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # -- timing ------------------------------------------------------------------------------
@@ -161,12 +160,6 @@ def _blank(name: str) -> dict:
     entry = {k: None for k in METRICS}
     entry.update(name=name, status="ok")
     return entry
-
-
-def _error_text(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return " | ".join(lines[:4])[:600]
 
 
 def _flat(out) -> list:
@@ -613,15 +606,6 @@ def _split_generation(text: str | None, device: str):
         return None, []
     others = [n for n in names if not generation.is_generation(n)]
     return others, generation.parse([n for n in names if generation.is_generation(n)], device)
-
-
-def _reset_torch() -> None:
-    try:
-        import torch._dynamo
-
-        torch._dynamo.reset()
-    except Exception:
-        pass
 
 
 def _names(text: str | None) -> list[str] | None:

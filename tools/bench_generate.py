@@ -21,7 +21,10 @@ from pathlib import Path
 
 from braze.testing import generation as gen
 
-from .bench import _error_text, _progress, _reset_torch
+from .bench_common import TORCH_COMPILE_MODES
+from .bench_common import error_text as _error_text
+from .bench_common import progress as _progress
+from .bench_common import reset_torch as _reset_torch
 
 GEN_CONTENDERS = ("eager", "compiled", "braze")
 """eager: transformers' generate() with its dynamic cache; compiled: a static cache and
@@ -132,7 +135,6 @@ def _prefills(lm, ids, device: str, modes: list[str], braze_entry: dict | None) 
     torch.compile mode, braze's prefill program."""
     import torch
 
-    from .bench import TORCH_COMPILE_MODES
 
     def forward(model):
         return lambda: model(ids, logits_to_keep=1, use_cache=False).logits
