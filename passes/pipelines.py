@@ -9,7 +9,8 @@
                                 contractions with a constant operand
     fusion-vulkan-pipeline      braze.compile(device="vulkan")
     fusion-cuda-pipeline        braze.compile(device="cuda"): also convolutions as matmuls,
-                                padded and split matmuls, kernel and matmul tiles
+                                padded and split matmuls, kernel and matmul tiles, scatters
+                                given a producer IREE spreads over its threads
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class VulkanPipeline(PassPipeline):
 class CudaPipeline(PassPipeline):
     name = "fusion-cuda-pipeline"
     summary = ("What braze.compile(device='cuda') runs: convolutions as im2col + matmul, fusion, padded and "
-               "split matmuls, kernel and matmul tiles for the target")
+               "split matmuls, kernel and matmul tiles for the target, scatters given a producer IREE spreads")
 
     target: str = option("sm_90", "CUDA capability the kernels are configured for", check=known_cuda_target)
     tuning_cache: str = tuning_cache()
@@ -141,7 +142,7 @@ class CudaPipeline(PassPipeline):
                 f"fusion-generate-kernels{{{tuned} mode={self.kernels} fp32={self.fp32} conv-fp32={self.conv_fp32}"
                 f"{forced}{' rows=off' if self.rows == 'off' else ''}}},"
                 f"fusion-pad-matmuls{{{tuned}}},"
-                f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}}")
+                f"fusion-split-k{{{target}}},fusion-configure-kernels{{{tuned}}},fusion-spread-scatters")
 
 
 PRECISIONS = ("highest", "high")

@@ -36,6 +36,7 @@ PASS_MODULES = {
     "fusion-generate-kernels": "braze.passes.gpu.generate_kernels",
     "fusion-pad-matmuls": "braze.passes.gpu.pad_matmuls",
     "fusion-split-k": "braze.passes.gpu.split_k",
+    "fusion-spread-scatters": "braze.passes.gpu.spread_scatters",
     "fusion-configure-kernels": "braze.passes.gpu.configure_kernels",
 }
 """Where each of braze's passes is defined: a name's module is imported when the name is first

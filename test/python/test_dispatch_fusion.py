@@ -105,3 +105,56 @@ def test_a_bf16_round_trip_after_a_matmul_keeps_its_rounding(flags):
     step = y.abs() * 2.0 ** -7  # a summation order other than float64's may flip a rounding
     assert got.abs().max() > 0.25 * want.abs().max()
     assert ((got - want).abs() <= step).float().mean() > 0.95
+
+
+class CacheWrite(torch.nn.Module):
+    """A KV-cache write: the new values go where `pos` says, straight from an argument."""
+
+    def forward(self, cache, pos, v):
+        cache.index_copy_(2, pos, v)
+        return cache
+
+
+class IndexPut(torch.nn.Module):
+    def forward(self, table, rows, values):
+        return table.index_put((rows,), values)
+
+
+def _scatter_bodies(compiled) -> list[tuple[str, str]]:
+    import re
+
+    plan = compiled.plan
+    return [(k.name, re.search(rf"\.entry {re.escape(k.name)}\(.*?\n}}", e.ptx[k.module], re.S).group(0))
+            for e in plan.executables for k in e.kernels if "scatter" in k.name]
+
+
+def _cache_write(dtype):
+    return (CacheWrite().eval(), torch.zeros(1, 2, 64, 64, dtype=dtype), torch.tensor([3]),
+            torch.randn(1, 2, 1, 64).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_scatter_of_an_argument_is_spread_over_threads(dtype):
+    """fusion-spread-scatters: IREE 3.13 compiles a scatter whose updates it reads from a buffer
+    as one loop over them in every thread (no thread index in the PTX; 11.7 us a decode layer on
+    an H200, §52); with the pass's elementwise producer IREE distributes it."""
+    for model, *args in (_cache_write(dtype), (IndexPut().eval(), torch.zeros(64, 32, dtype=dtype),
+                                               torch.tensor([5, 9, 2]), torch.randn(3, 32).to(dtype))):
+        compiled = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)
+        scatters = _scatter_bodies(compiled)
+        assert scatters, [k.name for e in compiled.plan.executables for k in e.kernels]
+        for name, body in scatters:
+            assert "%tid.x" in body, f"{type(model).__name__}: {name} runs as one loop (no thread index in its PTX)"
+
+
+def test_without_the_pass_iree_runs_the_scatter_as_one_loop():
+    """The canary: the CUDA pipeline without fusion-spread-scatters still gives the scatter no
+    thread index. When an IREE upgrade distributes it by itself, this fails and the pass can go."""
+    from braze.passes import pipelines
+
+    text = pipelines.for_device("cuda", "sm_90").expand()
+    assert text.endswith(",fusion-spread-scatters"), text
+    compiled = braze.compile(*_cache_write(torch.float32), device="cuda", target="sm_90", cache=False,
+                             pipeline=text.removesuffix(",fusion-spread-scatters"))
+    scatters = _scatter_bodies(compiled)
+    assert scatters and all("%tid.x" not in body for _, body in scatters)

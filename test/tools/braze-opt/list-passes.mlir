@@ -40,7 +40,7 @@
 // CHECK-NEXT: kernel-tiles=<str> (default: '') {{.+}}
 // CHECK-NEXT: rows=<str> (default: 'on') {{.+}}
 // CHECK-NEXT: channels-last=<str> (default: 'auto') {{.+}}
-// CHECK-NEXT: = fusion-conv-to-matmul{target=sm_90{{( leave=f32,bf16,f16)?}}},fusion-default-pipeline,{{(fusion-channels-last\{types=bf16,f16 whole=true\},)?}}fusion-generate-kernels{target=sm_90 mode=auto fp32=tf32x3 conv-fp32=tf32},fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90}
+// CHECK-NEXT: = fusion-conv-to-matmul{target=sm_90{{( leave=f32,bf16,f16)?}}},fusion-default-pipeline,{{(fusion-channels-last\{types=bf16,f16 whole=true\},)?}}fusion-generate-kernels{target=sm_90 mode=auto fp32=tf32x3 conv-fp32=tf32},fusion-pad-matmuls{target=sm_90},fusion-split-k{target=sm_90},fusion-configure-kernels{target=sm_90},fusion-spread-scatters
 // CHECK: fusion-default-pipeline - {{.+}}
 // CHECK: fusion-vulkan-pipeline - {{.+}}
 // CHECK-NEXT: conv=<str> (default: 'im2col') {{.+}}
