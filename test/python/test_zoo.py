@@ -61,3 +61,14 @@ def test_pool_weights_distinct_normal_and_repeated():
         assert torch.equal(w[:w.numel() - 4096], w[4096:])  # the pool, cyclically
     raw = torch.cat([w1, w2]).numpy().tobytes()
     assert len(lzma.compress(raw)) < len(raw) / 4
+
+
+def test_pool_weights_rows_never_repeat():
+    """No two rows of a big matrix are equal (a tied output embedding with repeated rows makes
+    every greedy token a tie of many logits): the default pool's length is a prime."""
+    from braze.testing.zoo import pool_weights
+
+    emb = torch.nn.Embedding(40000, 64)  # 2**20 values repeated every 16,384 rows of 64
+    pool_weights(emb)
+    rows = emb.weight.detach()
+    assert torch.unique(rows, dim=0).shape[0] == rows.shape[0]
