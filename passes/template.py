@@ -6,6 +6,10 @@ from braze._mlir import ir
 from braze.irutil import remap_operands
 
 
+class TemplateError(RuntimeError):
+    """A pass built IR text that does not parse: the pass's bug, reported with the text."""
+
+
 def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir.Value:
     """Clone the body of the one function in `text` before `before`, its arguments bound to
     `args`, and return what it returns. (Ops are parsed rather than built: the Python builders
@@ -13,7 +17,10 @@ def inline_template(text: str, args: list[ir.Value], before: ir.Operation) -> ir
 
     Every use of a template value is rebound, inside nested regions too (a use left pointing
     into the scratch module would dangle once it is freed)."""
-    scratch = ir.Module.parse(text)
+    try:
+        scratch = ir.Module.parse(text)
+    except (ir.MLIRError, MemoryError) as e:  # torch-mlir's parser throws std::bad_alloc for some slips
+        raise TemplateError(f"a rewrite template did not parse ({type(e).__name__}: {e}); the template:\n{text}") from e
     block = scratch.body.operations[0].regions[0].blocks[0]
     mapping = {block.arguments[i]: v for i, v in enumerate(args)}
     result = None

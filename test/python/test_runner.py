@@ -92,3 +92,24 @@ def test_a_pass_that_raises_is_an_internal_error_not_a_crash(monkeypatch):
     monkeypatch.setattr(FormGroupsPass, "run", crash)
     with pytest.raises(braze.InternalError, match=r"fusion-form-groups raised KeyError: 'missing' \(at test_runner.py:\d+"):
         braze.compile(Chain(), torch.randn(4, 8))
+
+
+def test_a_template_that_does_not_parse_names_itself():
+    """A pass's rewrite template that is not valid IR is reported with its text (torch-mlir's
+    parser throws std::bad_alloc, not a parse error, for an iterator type written as an
+    attribute: that surfaced as a bare MemoryError)."""
+    from braze._mlir import ir
+    from braze.dialects.fusion import new_context
+    from braze.passes.template import TemplateError, inline_template
+
+    bad = ("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %y = linalg.generic {indexing_maps = "
+           "[affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = [#linalg.iterator_type<parallel>]} "
+           "ins(%x : tensor<2xf32>) outs(%x : tensor<2xf32>) {\n  ^bb0(%a: f32, %b: f32):\n    linalg.yield %a : f32\n"
+           "  } -> tensor<2xf32>\n  return %y : tensor<2xf32>\n}\n")
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse("func.func @g(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}\n")
+        ret = module.body.operations[0].regions[0].blocks[0].operations[0].operation
+        arg = module.body.operations[0].regions[0].blocks[0].arguments[0]
+        for text in (bad, bad.replace("f32", "f33", 1)):
+            with pytest.raises(TemplateError, match=r"did not parse[\s\S]*func.func @f"):
+                inline_template(text, [arg], ret)
