@@ -51,7 +51,6 @@ CONTENDERS = ("eager", "inductor", "inductor-ro", "inductor-max", "iree", "braze
 """Column order everywhere. inductor* = torch.compile in its default, reduce-overhead (CUDA
 graphs) and max-autotune modes; iree = the raw toolchain (braze.compile(fusion=False) run by
 iree.runtime); braze = fusion=True with its default runtime (the CUDA launcher on CUDA)."""
-"""torch.compile mode -> contender name."""
 LABELS = {"eager": "torch eager", "inductor": "torch.compile", "inductor-ro": "torch.compile reduce-overhead",
           "inductor-max": "torch.compile max-autotune", "iree": "IREE (no braze fusion)", "braze": "braze"}
 METRICS = (

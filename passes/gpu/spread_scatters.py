@@ -25,12 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from braze._mlir import ir
-from braze.irutil import all_ops
+from braze.irutil import all_ops, producer_through_reshapes
 
 from ..registry import ModulePass, decide, register
 from ..template import inline_template
-
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 @register
@@ -50,17 +48,14 @@ class SpreadScattersPass(ModulePass):
 
 def _read_from_buffer(updates: ir.Value) -> bool:
     """True where IREE would read the scatter's float updates from memory as they are: no
-    elementwise generic makes them (through reshapes only), and their shape is static."""
+    elementwise generic makes them (through the reshapes IREE folds), and their shape is static."""
     t = updates.type
     if not isinstance(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
         return False
     element = ir.RankedTensorType(t).element_type
     if not any(isinstance(element, c) for c in (ir.F32Type, ir.F16Type, ir.BF16Type, ir.F64Type)):
         return False
-    value = updates
-    while isinstance(value, ir.OpResult) and value.owner.name in _RESHAPES:
-        value = value.owner.operands[0]
-    owner = value.owner if isinstance(value, ir.OpResult) else None
+    owner = producer_through_reshapes(updates)
     if owner is not None and owner.name == "linalg.generic":
         kinds = [str(k) for k in owner.opview.iterator_types]
         return not all("parallel" in k for k in kinds)  # a reduction is no producer IREE fuses
