@@ -28,6 +28,7 @@ PASS_MODULES = {
     "fusion-lower-to-linalg": "braze.passes.lower_to_linalg",
     "fusion-report": "braze.passes.fusion_report",
     "fusion-fold-broadcast-matmul": "braze.passes.fold_broadcast_matmul",
+    "fusion-fold-concat": "braze.passes.fold_concat",
     "fusion-expand-f64-math": "braze.passes.expand_f64_math",
     "fusion-cpu-codegen": "braze.passes.cpu.cpu_codegen",
     "fusion-expand-erf": "braze.passes.cpu.expand_erf",
