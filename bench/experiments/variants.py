@@ -1,6 +1,7 @@
 """Compile variants of bench workloads side by side: per-call time against eager, and kernels.
 
-    python bench/experiments/variants.py build DIR [SET]     # here: DIR/WORKLOAD.VARIANT.braze
+    python bench/experiments/variants.py build DIR [SET]     # here: DIR/WORKLOAD.VARIANT/m.braze, its
+                                      # weight matrices zeroed (put back from the seeded model there)
     python bench/experiments/variants.py run DIR             # GPU host: interleaved timing
     python bench/experiments/variants.py calls DIR [eager,iree]   # GPU host: per call against kernel sum
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
@@ -32,6 +33,18 @@ AGGRESSIVE = ["--iree-dispatch-creation-enable-aggressive-fusion=true"]
 PAD_FUSION = ["--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"]
 NO_PAD_FUSION = [PAD_FUSION[0] + "=false"]  # braze passes the flag itself where a pool reads a pad: a later flag wins
 NHWC = "fusion-cuda-pipeline{target=sm_90 channels-last=auto}"
+
+
+def _without(pass_name: str) -> str:
+    """braze's CUDA pipeline for sm_90 with fusion-default-pipeline written out, less one pass."""
+    from braze.passes import pipelines
+
+    default = pipelines.DefaultPipeline().expand()
+    assert pass_name + "," in default, default
+    return pipelines.for_device("cuda", "sm_90").expand().replace(
+        "fusion-default-pipeline", default.replace(pass_name + ",", ""))
+
+
 SETS = {
     # bench/NOTES.md §22: IREE's aggressive dispatch fusion (a reduction and the elementwise
     # consumers of its broadcast result in one dispatch: a LayerNorm in one kernel, not two or three).
@@ -77,6 +90,19 @@ SETS = {
         for name in ("resnet18_bf16", "resnet50_bf16")
         for variant in ("nhwc", "nhwc-padfuse")
     ],
+    # §54: fusion-fold-concat (rotate_half's cat(-x2, x1) as one generic) against the pipeline without it.
+    "fold-concat": [
+        (name, variant, {} if variant == "fold" else {"pipeline": _without("fusion-fold-concat")})
+        for name in ("gqa_decoder_bf16",)
+        for variant in ("no-fold", "fold")
+    ],
+    # §54: the max pool's -inf pad fused into the NCHW pool's dispatch (the default's pool, after the
+    # NCHW stem) against a fill and a slow_memcpy copy of its own.
+    "pool-pad": [
+        (name, variant, {"iree_flags": NO_PAD_FUSION} if variant == "pad-copy" else {})
+        for name in ("resnet18", "resnet50_bf16")
+        for variant in ("pad-copy", "padfuse")
+    ],
     "splitk": [
         (name, variant, {"pipeline": NO_SPLIT} if variant == "no-split" else {})
         for name in ("gelu_mlp", "resnet18")
@@ -99,6 +125,7 @@ def _workload(name: str):
 
 def build(out: str, sets: list[str]) -> None:
     import braze
+    from braze.testing import generation
 
     os.makedirs(out, exist_ok=True)
     manifest = []
@@ -106,11 +133,24 @@ def build(out: str, sets: list[str]) -> None:
         for name, variant, options in SETS[set_name]:
             model, args = _workload(name)
             m = braze.compile(model, *args, device="cuda", target="sm_90", **options)
-            m.save(os.path.join(out, f"{name}.{variant}.braze"), overwrite=True)
+            folder = os.path.join(out, f"{name}.{variant}")
+            os.makedirs(folder, exist_ok=True)
+            m.save(os.path.join(folder, "m.braze"), overwrite=True)
+            generation.strip(folder, model)  # the weights travel as zeros (64 MiB a call)
             manifest.append(f"{name} {variant}")
             print(f"{name:26s} {variant:12s} {m.report.dispatch_count:3d} dispatches", flush=True)
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.write("\n".join(manifest) + "\n")
+
+
+def _load(out: str, name: str, variant: str, model, **kwargs):
+    """The variant's module, its weights put back from `model` (the seeded CPU model) first."""
+    import braze
+    from braze.testing import generation
+
+    folder = os.path.join(out, f"{name}.{variant}")
+    generation.restore(folder, model)
+    return braze.load(os.path.join(folder, "m.braze"), device="cuda", **kwargs)
 
 
 def _manifest(out: str) -> dict[str, list[str]]:
@@ -126,13 +166,11 @@ def run(out: str) -> None:
     the same model evaluated in float64 (which of two 16-bit results is closer to the exact one)."""
     import torch
 
-    import braze
-
     print(f"{'workload':26s} {'variant':12s} {'ms':>8s} {'vs eager':>9s} {'max |err|':>10s} {'vs f64':>10s}")
     for name, variants in _manifest(out).items():
         model, args = _workload(name)
+        modules = {v: _load(out, name, v, model) for v in variants}
         model, args = model.cuda(), [a.cuda() for a in args]
-        modules = {v: braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda") for v in variants}
         with torch.no_grad():
             exact = copy.deepcopy(model).double()(*[a.double() for a in args])
             expected = model(*args).float()
@@ -154,20 +192,18 @@ def calls(out: str, company: list[str]) -> None:
     through iree.runtime too), to see what the launcher's figure depends on."""
     import torch
 
-    import braze
-
     label = "+".join(["braze"] + company)
     print(f"{'workload':26s} {'variant':12s} {'rounds':14s} {'per call ms':>11s} {'kernels ms':>10s} {'ratio':>6s}")
     for name, variants in _manifest(out).items():
         model, args = _workload(name)
+        modules = {v: _load(out, name, v, model) for v in variants}
         model, args = model.cuda(), [a.cuda() for a in args]
-        modules = {v: braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda") for v in variants}
         fns = {v: (lambda m=m: m(*args)) for v, m in modules.items()}
         if "eager" in company:
             fns = {"eager": lambda: model(*args), **fns}
         if "iree" in company:
             for v in variants:
-                m = braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda", runtime="iree")
+                m = _load(out, name, v, None, runtime="iree")
                 fns[v + " (iree)"] = lambda m=m: m(*args)
         with torch.no_grad():
             med = interleaved_ms(fns, pace="eager" if "eager" in company else None)
@@ -178,8 +214,6 @@ def calls(out: str, company: list[str]) -> None:
 
 def kernels(out: str) -> None:
     import torch
-
-    import braze
 
     marker = torch.empty(1, device="cuda")
     order = []
@@ -200,7 +234,7 @@ def kernels(out: str) -> None:
                 order.append(f"{name} {label}")
         for v in variants:
             order.append(f"{name} {v}")
-            m = braze.load(os.path.join(out, f"{name}.{v}.braze"), device="cuda")
+            m = _load(out, name, v, _workload(name)[0])
             m(*args)  # load and first-call work outside the marked call
             torch.cuda.synchronize()
             marker.fill_(1.0)  # opens the variant's kernels

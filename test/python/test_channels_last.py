@@ -128,12 +128,14 @@ def test_cuda_lowering_is_nhwc_with_no_layout_copy(dtype):
         assert computed == [([2, 16, 8, 8], "array<i64: 0, 2, 3, 1>"), ([2, 8, 8, 8], "array<i64: 0, 3, 1, 2>")]
     # the NHWC max pool's -inf pad joins the pool's dispatch (IREE's pad fusion), and the report says so
     assert PAD_FUSION_FLAG in stem_too.iree_flags and "1 pooling pads" in stem_too.report.extra["pad_fusion"]
-    assert PAD_FUSION_FLAG not in lowered.iree_flags  # the default's max pool is NCHW
+    assert PAD_FUSION_FLAG in lowered.iree_flags  # the default's max pool is NCHW: its pad joins it too
     off = lower(model, x, y, device="cuda", target="sm_90",
                 pipeline="fusion-cuda-pipeline{target=sm_90 channels-last=off}")
     with off.context:
         assert not any(s.nhwc for s in _kernel_specs(off.module.operation))
-    assert PAD_FUSION_FLAG not in off.iree_flags  # measured with NHWC builds only
+    assert PAD_FUSION_FLAG in off.iree_flags and "1 pooling pads" in off.report.extra["pad_fusion"]
+    no_pool = lower(torch.nn.Conv2d(3, 8, 3, padding=1).eval().to(dtype), x, device="cuda", target="sm_90")
+    assert PAD_FUSION_FLAG not in no_pool.iree_flags  # a convolution's zero pad is its kernel's (no pool)
     # the default (auto): 16-bit networks whose convolutions are all dense, as this one; not float32
     default = lower(model, x, y, device="cuda", target="sm_90")
     with default.context:
@@ -160,3 +162,31 @@ def test_default_leaves_networks_with_depthwise_convolutions_nchw():
                         pipeline=f"fusion-cuda-pipeline{{target=sm_90 channels-last={layout}}}")
         with lowered.context:
             assert any(s.nhwc for s in _kernel_specs(lowered.module.operation)) is want, layout
+
+
+@pytest.mark.cuda
+def test_pooled_pads_on_cuda_match_eager():
+    """On the GPU: the network with its max pool's -inf pad fused into the pool's dispatch (the
+    pool NCHW after the NCHW stem: channels-last off, auto and on, the layers after it NCHW or
+    NHWC), float32 as float32 (precision='highest') and bf16, against float64: no worse than twice
+    eager's own error in the model's dtype (float32: 1e-5)."""
+    from braze.accuracy import max_error, reference
+
+    x, y = torch.randn(2, 3, 32, 24), torch.randn(2, 16, 16, 12)
+    builds = []
+    for dtype in (torch.float32, torch.bfloat16):
+        model = _model().to(dtype)
+        args = (x.to(dtype), y.to(dtype))
+        for layout in ("off", "auto", "on"):
+            pipeline = f"fusion-cuda-pipeline{{target=sm_90 channels-last={layout}}}"
+            m = braze.compile(model, *args, device="cuda", precision="highest", cache=False,
+                              pipeline=None if layout == "auto" else pipeline)
+            assert "1 pooling pads" in m.report.extra.get("pad_fusion", ""), (dtype, layout)
+            builds.append((dtype, layout, model, args, m))
+    for dtype, layout, model, args, m in builds:  # every compile before the first GPU use
+        with torch.no_grad():
+            eager = model(*args)
+            want = reference(eager, _model().double()(*[a.double() for a in args]))
+        got = m(*[a.cuda() for a in args])
+        bound = 1e-5 if dtype == torch.float32 else max(2 * max_error(eager, want), 1e-5)
+        assert max_error(got, want, like=eager) <= bound, (dtype, layout, max_error(got, want), bound)

@@ -248,9 +248,9 @@ each); braze passes it where fusion-cpu-codegen found an NCHW convolution left d
 
 PAD_FUSION_FLAG = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
 """CUDA: a tensor.pad joins the dispatch of the op that reads it, not a copy dispatch of its own;
-braze passes it where an NHWC pooling op reads a pad (the max pool's -inf border): ResNet-50's pad
-copy took 63 us of 719 on the H200, and the fused pool ran the network 0.627 -> 0.563 ms at
-batch 8 (bench/NOTES.md §49)."""
+braze passes it where a pooling op reads a pad (the max pool's -inf border): ResNet-50's pad
+copy took 63 us of 719 on the H200, and the fused NHWC pool ran the network 0.627 -> 0.563 ms at
+batch 8 (bench/NOTES.md §49); the NCHW pool after a ResNet's NCHW stem (the default): §54."""
 
 REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
 """llvm-cpu: vector reductions may be reassociated (a tree, not a scalar chain per vector step);

@@ -355,12 +355,13 @@ def iree_input(lowered: "Lowered", iree_flags=(), output_storage: bool | None = 
 
 
 def _pooled_pads(module_op) -> int:
-    """How many NHWC pooling ops (fusion-channels-last's) read a tensor.pad (IREE makes each such
-    pad a copy dispatch of its own unless told to fuse it: backend.PAD_FUSION_FLAG). Measured on
-    the GPU only with NHWC builds (bench/NOTES.md §49), so NCHW pools keep IREE's default."""
+    """How many pooling ops read a tensor.pad (IREE makes each such pad a fill and a slow_memcpy
+    copy dispatch of its own unless told to fuse it into the pool: backend.PAD_FUSION_FLAG).
+    NHWC pools (fusion-channels-last's) measured on the GPU in bench/NOTES.md §49, NCHW ones (a
+    ResNet's max pool after its NCHW stem, the default) in §54."""
     from braze.irutil import all_ops
 
-    pools = [op for op in all_ops(module_op) if op.name.startswith("linalg.pooling_nhwc")]
+    pools = [op for op in all_ops(module_op) if op.name.startswith(("linalg.pooling_nhwc", "linalg.pooling_nchw"))]
     return sum(1 for op in pools if getattr(op.operands[0].owner, "name", "") == "tensor.pad")
 
 
