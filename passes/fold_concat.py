@@ -20,14 +20,23 @@ the negation into dispatches of their own: q's and k's RoPE in a decoder layer t
 a negation, two copies and the multiply-add, five launches each. As one generic it is an
 elementwise op IREE fuses with the transpose before it and the multiply-add after it.
 
-Pieces it takes (anything else leaves the concat as it is): every operand of the concat has the
-same static size `s` along the concat dimension, and is
+The same holds for a concat of computed tensors (`torch.cat((a(x), b(x)), -1)`: two
+slow_memcpy dispatches after the producers, and the consumer's own): each piece is read whole by
+a map without the block dimension, and the one generic joins the producers' and the consumer's
+dispatch where IREE fuses them.
+
+Concats it takes (anything else is left as it is): 2 to MAX_PIECES operands of one static size
+`s` along the concat dimension, which is not the outermost of the result (there the pieces are
+whole blocks of it, which IREE writes in place or copies by DMA). Each operand is
   - a `tensor.extract_slice` of a tensor, unit strides, no rank change, whole along every other
     dimension, at an offset along the concat dimension that is a multiple of `s` in a dimension
-    that is one too; or
-  - a `linalg.generic` with one result, all loops parallel, whose body does not read its output,
-    whose inputs are such slices (read with identity maps) or tensors it reads without the
-    concat dimension (broadcasts), with no other user than the concat.
+    that is one too;
+  - a `linalg.generic` with one result, all loops parallel, whose body does not read its output
+    or its indices, whose inputs are such slices (read with identity maps) or tensors it reads
+    without the concat dimension (broadcasts), with no other user than the concat: its body is
+    cloned into the new generic; or
+  - anything else of static shape, read whole.
+Every output element reads one value of each piece (the select keeps one), hence the limit.
 """
 
 from __future__ import annotations
@@ -69,12 +78,19 @@ class _Slice:
 
 
 @dataclass
+class _Whole:
+    value: ir.Value
+    """A piece read as it is (a computed tensor, an argument): every block of the concat reads it
+    at its own position within the block, and the select keeps it in its block only."""
+
+
+@dataclass
 class _Piece:
     generic: ir.Operation | None
     """The elementwise generic computing the piece, or None for a bare slice."""
     inputs: list
-    """Per input of the generic (or the one slice): a _Slice, or (value, affine map text over the
-    concat's rank with the concat dimension unused) for a broadcast read."""
+    """Per input of the generic (or the one piece): a _Slice, a _Whole, or (value, affine map over
+    the concat's rank with the concat dimension unused) for a broadcast read."""
 
 
 def _static(t) -> ir.RankedTensorType | None:
@@ -161,13 +177,19 @@ def _pieces(op: ir.Operation) -> list[_Piece] | None:
     size = types[0].shape[dim]
     if size == 0 or any(x.shape[dim] != size for x in types):
         return None
-    pieces = [_piece(v, dim, size, t.rank) for v in op.operands]
-    if any(p is None for p in pieces):
-        return None
-    if all(p.generic is None for p in pieces) and len({p.inputs[0].source for p in pieces}) == 1 \
+    if len(op.operands) > MAX_PIECES or all(n == 1 for n in t.shape[:dim]):
+        return None  # (pieces that are whole blocks of the result: IREE writes them in place or by DMA)
+    pieces = [_piece(v, dim, size, t.rank) or _Piece(None, [_Whole(v)]) for v in op.operands]
+    if all(p.generic is None and isinstance(p.inputs[0], _Slice) for p in pieces) \
+            and len({p.inputs[0].source for p in pieces}) == 1 \
             and [p.inputs[0].block for p in pieces] == list(range(len(pieces))):
         return None  # the source itself, in order: canonicalization's business
     return pieces
+
+
+MAX_PIECES = 4
+"""Every output element reads one value of each piece (the select keeps one): more pieces than
+this would read more than they save."""
 
 
 def _split_map(dims: int, results: list[str]) -> str:
@@ -214,6 +236,9 @@ def _rewrite(op: ir.Operation, pieces: list[_Piece]) -> None:
                 results = [f"d{d}" for d in range(dim)] + [str(i.block), f"d{dim + 1}"] + \
                           [f"d{d + 1}" for d in range(dim + 1, rank)]
                 ins.append((name, et, _split_map(loops, results)))
+            elif isinstance(i, _Whole):
+                results = [loop(d) if d != dim else f"d{dim + 1}" for d in range(rank)]
+                ins.append((arg(i.value), str(i.value.type), _split_map(loops, results)))
             else:
                 v, m = i
                 rename = {f"d{d}": loop(d) for d in range(rank)}
@@ -262,12 +287,12 @@ def _rewrite(op: ir.Operation, pieces: list[_Piece]) -> None:
     operands = list(op.operands)
     op.results[0].replace_all_uses_with(result)
     op.erase()
-    for v in operands:
-        if v.owner.name == "linalg.generic":  # the concat was its only reader
-            sources = list(v.owner.operands)
-            v.owner.erase()
+    for p, v in zip(pieces, operands):
+        if p.generic is not None:  # the concat was its only reader
+            sources = list(p.generic.operands)
+            p.generic.erase()
             _erase_dead(sources)
-        else:
+        elif isinstance(p.inputs[0], _Slice):
             _erase_dead([v])
 
 

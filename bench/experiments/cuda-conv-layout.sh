@@ -18,7 +18,7 @@ case $1 in
     rm -rf .gpu-build/pack && mkdir -p .gpu-build/pack .gpu
     for name in "$@"; do
       grep "^$name " .gpu-build/lay/manifest.txt >> .gpu-build/pack/manifest.txt
-      ln -f .gpu-build/lay/"$name".*.braze .gpu-build/pack/
+      cp -rl .gpu-build/lay/"$name".* .gpu-build/pack/  # NAME.VARIANT/ folders (variants.py build)
     done
     (cd .gpu-build && tar chf - pack | xz -T2 -6 > ../.gpu/lay.tar.xz) && ls -l .gpu/lay.tar.xz
     ;;
@@ -27,7 +27,7 @@ case $1 in
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     python3 bench/experiments/variants.py run /tmp/lay
     mkdir -p /tmp/lay50 && grep "^resnet50_bf16 \|^resnet50 " /tmp/lay/manifest.txt > /tmp/lay50/manifest.txt
-    for f in $(awk '{print $1"."$2".braze"}' /tmp/lay50/manifest.txt); do ln -sf /tmp/lay/$f /tmp/lay50/$f; done
+    for f in $(awk '{print $1"."$2}' /tmp/lay50/manifest.txt); do ln -sf /tmp/lay/$f /tmp/lay50/$f; done
     EAGER_KERNELS=1 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
       python3 bench/experiments/variants.py kernels /tmp/lay50 > /tmp/lay50/k.csv 2>/tmp/lay50/ncu.err
     python3 bench/experiments/variants.py table /tmp/lay50/k.csv /tmp/lay50/kernels-order.txt | tee "${OUT:-/tmp}/layout-kernels.txt" | grep -E "^--|us of kernels"

@@ -149,6 +149,8 @@ def _load(out: str, name: str, variant: str, model, **kwargs):
     from braze.testing import generation
 
     folder = os.path.join(out, f"{name}.{variant}")
+    if not os.path.isdir(folder):  # a folder of whole artifacts, NAME.VARIANT.braze (older scripts link them)
+        return braze.load(folder + ".braze", device="cuda", **kwargs)
     generation.restore(folder, model)
     return braze.load(os.path.join(folder, "m.braze"), device="cuda", **kwargs)
 

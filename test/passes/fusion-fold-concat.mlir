@@ -36,55 +36,78 @@ func.func @rotate_half(%x: tensor<2x4x16xf32>) -> tensor<2x4x16xf32> {
 // -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
-#row = affine_map<(d0, d1) -> (d1)>
+#col = affine_map<(d0, d1) -> (d0)>
 
-// Along dimension 0, three pieces of two tensors: a bare slice, a slice times a vector broadcast
-// along the rows (its map does not read the concat dimension: it is kept, renamed), and a sum of
-// slices of both tensors; the select chain picks block 0, 1, else 2.
-// CHECK-DAG: #[[A2:.+]] = affine_map<(d0, d1, d2) -> (2, d1, d2)>
-// CHECK-DAG: #[[A0:.+]] = affine_map<(d0, d1, d2) -> (0, d1, d2)>
-// CHECK-DAG: #[[W:.+]] = affine_map<(d0, d1, d2) -> (d2)>
-// CHECK-DAG: #[[A1:.+]] = affine_map<(d0, d1, d2) -> (1, d1, d2)>
-// CHECK-DAG: #[[B3:.+]] = affine_map<(d0, d1, d2) -> (3, d1, d2)>
+// Along dimension 1, three pieces of two tensors: a bare slice, a slice times a vector broadcast
+// along the columns (its map does not read the concat dimension: it is kept, renamed), and a sum
+// of slices of both tensors; the select chain picks block 0, 1, else 2.
+// CHECK-DAG: #[[A2:.+]] = affine_map<(d0, d1, d2) -> (d0, 2, d2)>
+// CHECK-DAG: #[[A0:.+]] = affine_map<(d0, d1, d2) -> (d0, 0, d2)>
+// CHECK-DAG: #[[W:.+]] = affine_map<(d0, d1, d2) -> (d0)>
+// CHECK-DAG: #[[A1:.+]] = affine_map<(d0, d1, d2) -> (d0, 1, d2)>
+// CHECK-DAG: #[[B3:.+]] = affine_map<(d0, d1, d2) -> (d0, 3, d2)>
 // CHECK-LABEL: func.func @three_pieces
-//       CHECK:   %[[X:.+]] = tensor.expand_shape %arg0 {{\[}}[0, 1], [2]] output_shape [4, 4, 5] : tensor<16x5xf32> into tensor<4x4x5xf32>
-//       CHECK:   %[[Y:.+]] = tensor.expand_shape %arg1 {{\[}}[0, 1], [2]] output_shape [4, 4, 5] : tensor<16x5xf32> into tensor<4x4x5xf32>
+//       CHECK:   %[[X:.+]] = tensor.expand_shape %arg0 {{\[}}[0], [1, 2]] output_shape [5, 4, 4] : tensor<5x16xf32> into tensor<5x4x4xf32>
+//       CHECK:   %[[Y:.+]] = tensor.expand_shape %arg1 {{\[}}[0], [1, 2]] output_shape [5, 4, 4] : tensor<5x16xf32> into tensor<5x4x4xf32>
 //       CHECK:   linalg.generic {indexing_maps = [#[[A2]], #[[A0]], #[[W]], #[[A1]], #[[B3]], #{{.+}}], {{.+}} ins(%[[X]], %[[X]], %arg2, %[[X]], %[[Y]] :
 //       CHECK:     arith.mulf
 //       CHECK:     arith.addf
-//       CHECK:     %[[I:.+]] = linalg.index 0 : index
+//       CHECK:     %[[I:.+]] = linalg.index 1 : index
 //       CHECK:     arith.cmpi eq, %[[I]], %c1
 //       CHECK:     arith.cmpi eq, %[[I]], %c0
-//       CHECK:   tensor.collapse_shape {{.+}} {{\[}}[0, 1], [2]] : tensor<3x4x5xf32> into tensor<12x5xf32>
-func.func @three_pieces(%x: tensor<16x5xf32>, %y: tensor<16x5xf32>, %w: tensor<5xf32>) -> tensor<12x5xf32> {
-  %a = tensor.extract_slice %x[8, 0] [4, 5] [1, 1] : tensor<16x5xf32> to tensor<4x5xf32>
-  %b = tensor.extract_slice %x[0, 0] [4, 5] [1, 1] : tensor<16x5xf32> to tensor<4x5xf32>
-  %c = tensor.extract_slice %x[4, 0] [4, 5] [1, 1] : tensor<16x5xf32> to tensor<4x5xf32>
-  %d = tensor.extract_slice %y[12, 0] [4, 5] [1, 1] : tensor<16x5xf32> to tensor<4x5xf32>
-  %e = tensor.empty() : tensor<4x5xf32>
-  %bw = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%b, %w : tensor<4x5xf32>, tensor<5xf32>) outs(%e : tensor<4x5xf32>) {
+//       CHECK:   tensor.collapse_shape {{.+}} {{\[}}[0], [1, 2]] : tensor<5x3x4xf32> into tensor<5x12xf32>
+func.func @three_pieces(%x: tensor<5x16xf32>, %y: tensor<5x16xf32>, %w: tensor<5xf32>) -> tensor<5x12xf32> {
+  %a = tensor.extract_slice %x[0, 8] [5, 4] [1, 1] : tensor<5x16xf32> to tensor<5x4xf32>
+  %b = tensor.extract_slice %x[0, 0] [5, 4] [1, 1] : tensor<5x16xf32> to tensor<5x4xf32>
+  %c = tensor.extract_slice %x[0, 4] [5, 4] [1, 1] : tensor<5x16xf32> to tensor<5x4xf32>
+  %d = tensor.extract_slice %y[0, 12] [5, 4] [1, 1] : tensor<5x16xf32> to tensor<5x4xf32>
+  %e = tensor.empty() : tensor<5x4xf32>
+  %bw = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%b, %w : tensor<5x4xf32>, tensor<5xf32>) outs(%e : tensor<5x4xf32>) {
   ^bb0(%p: f32, %q: f32, %o: f32):
     %m = arith.mulf %p, %q : f32
     linalg.yield %m : f32
-  } -> tensor<4x5xf32>
-  %cd = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%c, %d : tensor<4x5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  } -> tensor<5x4xf32>
+  %cd = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%c, %d : tensor<5x4xf32>, tensor<5x4xf32>) outs(%e : tensor<5x4xf32>) {
   ^bb0(%p: f32, %q: f32, %o: f32):
     %s = arith.addf %p, %q : f32
     linalg.yield %s : f32
-  } -> tensor<4x5xf32>
-  %r = tensor.concat dim(0) %a, %bw, %cd : (tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<12x5xf32>
-  return %r : tensor<12x5xf32>
+  } -> tensor<5x4xf32>
+  %r = tensor.concat dim(1) %a, %bw, %cd : (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x12xf32>
+  return %r : tensor<5x12xf32>
 }
 
 // -----
 
-// Left alone: pieces of different sizes; a slice at an offset that is no multiple of the
-// piece's size; a slice that is not whole along another dimension.
+// Computed tensors (here arguments) read whole: their maps drop the block dimension.
+// CHECK-DAG: #[[WHOLE:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-LABEL: func.func @whole
+//       CHECK:   linalg.generic {indexing_maps = [#[[WHOLE]], #[[WHOLE]], #{{.+}}], {{.+}} ins(%arg0, %arg1 : tensor<3x5x7xf32>, tensor<3x5x7xf32>)
+//       CHECK:     linalg.index 1 : index
+//       CHECK:   tensor.collapse_shape {{.+}} {{\[}}[0], [1, 2], [3]] : tensor<3x2x5x7xf32> into tensor<3x10x7xf32>
+func.func @whole(%x: tensor<3x5x7xf32>, %y: tensor<3x5x7xf32>) -> tensor<3x10x7xf32> {
+  %c = tensor.concat dim(1) %x, %y : (tensor<3x5x7xf32>, tensor<3x5x7xf32>) -> tensor<3x10x7xf32>
+  return %c : tensor<3x10x7xf32>
+}
+
+// -----
+
+// Left alone: pieces of different sizes; pieces that are whole blocks of the result (the concat
+// dimension outermost but for ones); more than four pieces. A slice at an offset that is no
+// multiple of the piece's size, or not whole along another dimension, is read whole as computed.
 // CHECK-LABEL: func.func @unequal
 //       CHECK:   tensor.concat
 // CHECK-LABEL: func.func @misaligned
-//       CHECK:   tensor.concat
+//       CHECK:   %[[M:.+]] = tensor.extract_slice %arg0[0, 4] [2, 8] [1, 1]
+//       CHECK:   %[[X:.+]] = tensor.expand_shape %arg0
+//       CHECK:   linalg.generic {{.+}} ins(%[[M]], %[[X]] : tensor<2x8xf32>, tensor<2x2x8xf32>)
 // CHECK-LABEL: func.func @partial_rows
+//       CHECK:   %[[A:.+]] = tensor.extract_slice %arg0[0, 8] [2, 8] [1, 1]
+//       CHECK:   %[[B:.+]] = tensor.extract_slice %arg0[0, 0] [2, 8] [1, 1]
+//       CHECK:   linalg.generic {{.+}} ins(%[[A]], %[[B]] : tensor<2x8xf32>, tensor<2x8xf32>)
+//   CHECK-NOT:   tensor.concat
+// CHECK-LABEL: func.func @outermost
+//       CHECK:   tensor.concat
+// CHECK-LABEL: func.func @five
 //       CHECK:   tensor.concat
 func.func @unequal(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
   %a = tensor.extract_slice %x[0, 4] [2, 12] [1, 1] : tensor<2x16xf32> to tensor<2x12xf32>
@@ -103,4 +126,14 @@ func.func @partial_rows(%x: tensor<4x16xf32>) -> tensor<2x16xf32> {
   %b = tensor.extract_slice %x[0, 0] [2, 8] [1, 1] : tensor<4x16xf32> to tensor<2x8xf32>
   %c = tensor.concat dim(1) %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
   return %c : tensor<2x16xf32>
+}
+func.func @outermost(%x: tensor<1x16x4xf32>) -> tensor<1x16x4xf32> {
+  %a = tensor.extract_slice %x[0, 8, 0] [1, 8, 4] [1, 1, 1] : tensor<1x16x4xf32> to tensor<1x8x4xf32>
+  %b = tensor.extract_slice %x[0, 0, 0] [1, 8, 4] [1, 1, 1] : tensor<1x16x4xf32> to tensor<1x8x4xf32>
+  %c = tensor.concat dim(1) %a, %b : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<1x16x4xf32>
+  return %c : tensor<1x16x4xf32>
+}
+func.func @five(%x: tensor<2x3xf32>) -> tensor<2x15xf32> {
+  %c = tensor.concat dim(1) %x, %x, %x, %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x15xf32>
+  return %c : tensor<2x15xf32>
 }

@@ -6,6 +6,8 @@ copies and transposes IREE made of rotate_half gone."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -47,7 +49,8 @@ class Unequal(torch.nn.Module):
 
 
 class SliceWithOtherReader(torch.nn.Module):
-    """The negated piece has a second reader: the pass recomputes nothing, it leaves the concat."""
+    """The negated piece has a second reader: it is read whole (computed once), the other piece
+    as a slice."""
 
     def forward(self, x):
         n = -x[..., 8:]
@@ -57,7 +60,7 @@ class SliceWithOtherReader(torch.nn.Module):
 def _check(model, args, folded: int):
     compiled = braze.compile(model, *args, cache=False)
     with torch.no_grad():
-        want = reference(model(*args), model(*[a.double() for a in args]))
+        want = reference(model(*args), copy.deepcopy(model).double()(*[a.double() for a in args]))
     got = compiled(*args)
     assert max_error(got, want) < 1e-6
     made = [d for d in compiled.report.decisions if d.startswith("fusion-fold-concat:")]
@@ -84,10 +87,33 @@ def test_pieces_of_two_tensors_and_a_broadcast_along_another_dimension():
     _check(ThreePieces().eval(), (x, torch.randn(3, 16, 5), torch.randn(5)), folded=1)
 
 
-@pytest.mark.parametrize("model", [Unequal(), SliceWithOtherReader()])
-def test_what_it_leaves_alone_still_matches_eager(model):
+class TwoProjections(torch.nn.Module):
+    """Computed pieces (two GEMMs' results) concatenated along the features."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(64, 48), torch.nn.Linear(64, 48)
+
+    def forward(self, x):
+        return torch.relu(torch.cat((self.a(x), self.b(x)), dim=-1))
+
+
+class Outermost(torch.nn.Module):
+    """Pieces that are whole blocks of the result: left to IREE (in place or by DMA)."""
+
+    def forward(self, x, y):
+        return torch.cat((x.sin(), y.cos()), dim=0) * 2
+
+
+@pytest.mark.parametrize("model, args, folded", [
+    (Unequal(), (torch.randn(2, 16),), 0),
+    (SliceWithOtherReader(), (torch.randn(2, 16),), 1),
+    (TwoProjections(), (torch.randn(2, 8, 64),), 1),
+    (Outermost(), (torch.randn(4, 8), torch.randn(4, 8)), 0),
+], ids=["unequal", "other-reader", "projections", "outermost"])
+def test_other_forms_match_eager(model, args, folded):
     torch.manual_seed(2)
-    _check(model.eval(), (torch.randn(2, 16),), folded=0)
+    _check(model.eval(), tuple(_with_odd_values(a) for a in args), folded=folded)
 
 
 class RopeAfterProjection(torch.nn.Module):
@@ -122,6 +148,9 @@ def test_on_cuda_rotate_half_leaves_no_copies(dtype):
     args = (torch.randn(1, 64, 256).to(dtype), torch.randn(64, 64).to(dtype), torch.randn(64, 64).to(dtype))
     folded = braze.compile(model, *args, device="cuda", target="sm_90", cache=False)
     assert _copies(folded) == {"launches": 2, "slow_memcpy": 0, "transpose": 0}, _copies(folded)
+    projections = braze.compile(TwoProjections().eval().to(dtype), torch.randn(2, 8, 64).to(dtype), device="cuda",
+                                target="sm_90", cache=False)
+    assert _copies(projections) == {"launches": 3, "slow_memcpy": 0, "transpose": 0}, _copies(projections)
     cuda = pipelines.for_device("cuda", "sm_90")
     default = pipelines.DefaultPipeline().expand()
     assert "fusion-fold-concat," in default
@@ -137,6 +166,7 @@ def _gpu_cases():
     x = _with_odd_values(torch.randn(2, 4, 8, 16))
     yield "rope", Rope(_rotate_slices).eval(), (x, torch.randn(8, 16), torch.randn(8, 16))
     yield "three", ThreePieces().eval(), (_with_odd_values(torch.randn(3, 16, 5)), torch.randn(3, 16, 5), torch.randn(5))
+    yield "projections", TwoProjections().eval(), (torch.randn(2, 8, 64),)
     for dtype in (torch.float32, torch.bfloat16):
         yield f"projection-{dtype}", RopeAfterProjection().eval().to(dtype), \
             tuple(torch.randn(*s).to(dtype) for s in ((1, 64, 256), (64, 64), (64, 64)))
