@@ -68,6 +68,22 @@ def first_difference(tokens, reference, prompt: int) -> int | None:
     return int(differ[0]) - prompt if len(differ) else None
 
 
+def float32_drift(lm, ids, w: gen.Generation, tokens: dict) -> dict:
+    """The issue's 16-bit criterion: for each contender's greedy tokens (eager's and braze's), the
+    first new token where they differ from eager's in float32 on the same weights (None: none of
+    the `w.new` do); braze's must come no earlier than eager's own."""
+    import copy
+
+    import torch
+
+    wide = copy.deepcopy(lm).float()
+    wide.generation_config.cache_implementation = None
+    with torch.no_grad():
+        reference = wide.generate(ids, **_greedy(ids, w.new))
+    del wide
+    return {name: first_difference(t, reference, w.prompt) for name, t in tokens.items() if t is not None}
+
+
 def _entry(name: str) -> dict:
     return {"name": name, "status": "ok", "error": None, "tok_s": None, "decode_ms": None,
             "roofline_fraction": None, "first_difference": None, "compile_seconds": None}
@@ -195,6 +211,10 @@ def measure(w: gen.Generation, lm, device: str, copy_gbs: float, modes: list[str
                 entry["roofline_fraction"] = roofline_ms / entry["decode_ms"]
             if reference is not None:
                 entry["first_difference"] = first_difference(entry["_tokens"], reference, w.prompt)
+    if next(lm.parameters()).dtype in (torch.bfloat16, torch.float16):
+        _progress(f"    {w.name}: eager float32 (drift)...")
+        row["drift"] = float32_drift(lm, ids, w, {e["name"]: e.get("_tokens") for e in entries
+                                                  if e["status"] == "ok" and e["name"] != "compiled"})
     _progress(f"    {w.name}: prefill...")
     row["prefill_ms"] = _prefills(lm, ids, device, modes, entries[-1])
     for entry in entries:
@@ -336,6 +356,15 @@ def table(rows: list[dict]) -> list[str]:
         ours = (p.get("braze") or {}).get("ms")
         ratio = f"{min(best) / ours:.2f}x" if best and ours else "—"
         lines.append(f"| {r['name']} | " + " | ".join(cells) + f" | {ratio} |")
+    drifts = [r for r in rows if r.get("drift")]
+    if drifts:
+        lines += ["", "16-bit drift: the first new token differing from eager float32 on the same weights "
+                  "(none: all equal; braze's should come no earlier than eager's):", "",
+                  "| workload | eager | braze |", "|---|---:|---:|"]
+        for r in drifts:
+            cells = ["none" if r["drift"].get(n, "—") is None else str(r["drift"].get(n, "—"))
+                     for n in ("eager", "braze")]
+            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
     lines += ["", "| workload | braze decode vs compiled | braze tok/s vs compiled | braze vs eager (tok/s) |",
               "|---|---:|---:|---:|"]
     for r in rows:

@@ -94,3 +94,39 @@ def test_first_difference_by_hand():
     assert first_difference(other, ref, 2) == 2
     other[0, 3] = 9
     assert first_difference(other, ref, 2) == 1
+
+
+def test_float32_drift_against_a_float32_generate():
+    """The 16-bit criterion: each contender's first new token differing from eager float32's. Given
+    float32's own tokens it is None; given bf16 eager's it is where they part, found here by
+    hand; the table prints both."""
+    import copy
+
+    import torch
+
+    from braze.tools.bench_generate import _greedy, float32_drift, table
+
+    lm = generation.model_for("qwen2-tiny")
+    with torch.no_grad():  # larger weights: bf16's greedy tokens part from float32's within the 48
+        for p in lm.parameters():
+            p.mul_(4.0)
+            p.data = p.data.to(torch.bfloat16)  # parameters only: buffers (RoPE's) stay float32, as
+    wide = copy.deepcopy(lm)                    # in a model built in bf16
+    with torch.no_grad():
+        for p in wide.parameters():
+            p.data = p.data.float()
+    ids = generation.prompt_ids(lm.config.vocab_size, 2, 16)
+
+    class W:
+        prompt, new, name = 16, 48, "generate_qwen2-tiny_p16_b2"
+
+    with torch.no_grad():
+        f32 = wide.generate(ids, **_greedy(ids, W.new))
+        bf16 = lm.generate(ids, **_greedy(ids, W.new))
+    apart = (bf16 != f32).any(0).nonzero()
+    assert len(apart), "bf16 and float32 agree on every token: the case tests nothing"
+    drift = float32_drift(lm, ids, W, {"eager": bf16, "braze": f32})
+    assert drift == {"eager": int(apart[0]) - 16, "braze": None}
+    row = {"name": W.name, "weights_mb": 0.4, "contenders": {}, "prefill_ms": {}, "drift": drift}
+    text = "\n".join(table([row]))
+    assert f"| {W.name} | {int(apart[0]) - 16} | none |" in text
