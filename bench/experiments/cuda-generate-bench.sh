@@ -29,7 +29,7 @@ case $1 in
     rm -rf /tmp/gen && xz -dc .gpu/gen.tar.xz | tar xf - -C /tmp $members || exit 1
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     python3 -m braze bench run /tmp/gen --torch-compile-modes "${2:-default,reduce-overhead}" \
-      ${3:+--workloads $3} --json "${OUT:-/tmp}/generate-cuda.json"
+      ${3:+--workloads $3} --json "${OUT:-/tmp}/generate-cuda${3:+-$3}.json"  # a file per call: several calls keep theirs
     ;;
   *) echo "usage: $0 build [WORKLOADS] | pack | run [MODES] [WORKLOADS]" >&2; exit 2 ;;
 esac
