@@ -17,10 +17,11 @@ import torch
 import torch.nn.functional as F
 
 import braze
-from braze.compiler import lower
-from braze.compiler.backend import PAD_FUSION_FLAG
 from braze.irutil import all_ops
 from braze.testing.zoo import BasicBlock, Bottleneck
+
+# braze.compiler (lower, PAD_FUSION_FLAG) is imported in the tests that compile: the GPU host runs
+# the cuda-marked test here from artifacts, without iree-base-compiler (test/python/gpu_artifacts.py)
 
 CPU_WITH_PASS = "fusion-conv-to-matmul{target=sm_90 leave=f32,bf16,f16},fusion-default-pipeline,fusion-channels-last"
 
@@ -91,6 +92,8 @@ def _program(module_op):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_lowering_is_nhwc_with_no_layout_copy(dtype):
+    from braze.compiler import lower
+    from braze.compiler.backend import PAD_FUSION_FLAG
     from braze.passes.pipelines import CudaPipeline
 
     model, x, y = _model().to(dtype), torch.randn(2, 3, 32, 32, dtype=dtype), torch.randn(2, 16, 16, 16, dtype=dtype)
@@ -156,6 +159,8 @@ class _WithDepthwise(torch.nn.Module):
 def test_default_leaves_networks_with_depthwise_convolutions_nchw():
     """auto converts only the class verified on the GPU: a depthwise convolution among the dense
     ones keeps the function NCHW (channels-last=on converts the dense ones around it)."""
+    from braze.compiler import lower
+
     model, x = _WithDepthwise().eval().bfloat16(), torch.randn(2, 16, 16, 16, dtype=torch.bfloat16)
     for layout, want in (("auto", False), ("on", True)):
         lowered = lower(model, x, device="cuda", target="sm_90",
