@@ -127,10 +127,6 @@ def _slice(value: ir.Value, dim: int, size: int) -> _Slice | None:
     return _Slice(op.operands[0], offsets[dim] // size)
 
 
-def _affine_map_text(m: ir.AffineMap) -> str:
-    return str(ir.AffineMapAttr.get(m))
-
-
 def _piece(value: ir.Value, dim: int, size: int, rank: int) -> _Piece | None:
     s = _slice(value, dim, size)
     if s is not None:
