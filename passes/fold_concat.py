@@ -33,8 +33,8 @@ whole blocks of it, which IREE writes in place or copies by DMA). Each operand i
     that is one too;
   - a `linalg.generic` with one result, all loops parallel, whose body does not read its output
     or its indices, whose inputs are such slices (read with identity maps) or tensors it reads
-    without the concat dimension (broadcasts), with no other user than the concat: its body is
-    cloned into the new generic; or
+    without the concat dimension (broadcasts: maps of dims and constants), with no other user
+    than the concat: its body is cloned into the new generic; or
   - anything else of static shape, read whole.
 Every output element reads one value of each piece (the select keeps one), hence the limit.
 """
@@ -47,7 +47,8 @@ from braze._mlir import ir
 from braze.irutil import all_ops, remap_operands
 
 from .registry import ModulePass, decide, register
-from .template import inline_template
+from .elementwise import map_tuple
+from .template import inline_template, map_text
 
 
 @register
@@ -89,8 +90,8 @@ class _Piece:
     generic: ir.Operation | None
     """The elementwise generic computing the piece, or None for a bare slice."""
     inputs: list
-    """Per input of the generic (or the one piece): a _Slice, a _Whole, or (value, affine map over
-    the concat's rank with the concat dimension unused) for a broadcast read."""
+    """Per input of the generic (or the one piece): a _Slice, a _Whole, or (value, its map as an
+    elementwise.map_tuple over the concat's rank, without the concat dimension) for a broadcast read."""
 
 
 def _static(t) -> ir.RankedTensorType | None:
@@ -154,9 +155,8 @@ def _piece(value: ir.Value, dim: int, size: int, rank: int) -> _Piece | None:
             if s is None:
                 return None
             inputs.append(s)
-        elif m.n_dims == rank and not any(f"d{dim}" in str(e).replace("(", " ").replace(")", " ").split()
-                                          for e in m.results):
-            inputs.append((v, m))
+        elif m.n_dims == rank and (t := map_tuple(m)) is not None and dim not in t:
+            inputs.append((v, t))
         else:
             return None
     return _Piece(g, inputs)
@@ -186,11 +186,6 @@ def _pieces(op: ir.Operation) -> list[_Piece] | None:
 MAX_PIECES = 4
 """Every output element reads one value of each piece (the select keeps one): more pieces than
 this would read more than they save."""
-
-
-def _split_map(dims: int, results: list[str]) -> str:
-    names = ", ".join(f"d{i}" for i in range(dims))
-    return f"affine_map<({names}) -> ({', '.join(results)})>"
 
 
 def _rewrite(op: ir.Operation, pieces: list[_Piece]) -> None:
@@ -231,17 +226,16 @@ def _rewrite(op: ir.Operation, pieces: list[_Piece]) -> None:
                 name, et = expanded[i.source]
                 results = [f"d{d}" for d in range(dim)] + [str(i.block), f"d{dim + 1}"] + \
                           [f"d{d + 1}" for d in range(dim + 1, rank)]
-                ins.append((name, et, _split_map(loops, results)))
+                ins.append((name, et, map_text(loops, results)))
             elif isinstance(i, _Whole):
                 results = [loop(d) if d != dim else f"d{dim + 1}" for d in range(rank)]
-                ins.append((arg(i.value), str(i.value.type), _split_map(loops, results)))
+                ins.append((arg(i.value), str(i.value.type), map_text(loops, results)))
             else:
-                v, m = i
-                rename = {f"d{d}": loop(d) for d in range(rank)}
-                results = [_rename(str(e), rename) for e in m.results]
-                ins.append((arg(v), str(v.type), _split_map(loops, results)))
+                v, read = i
+                results = [loop(d) if d >= 0 else str(-1 - d) for d in read]
+                ins.append((arg(v), str(v.type), map_text(loops, results)))
     out_t = ir.RankedTensorType.get(split_shape, t.element_type)
-    identity = _split_map(loops, [f"d{d}" for d in range(loops)])
+    identity = map_text(loops, [f"d{d}" for d in range(loops)])
     parallel = ", ".join(['"parallel"'] * loops)
     block_args = [f"%in{k}: {_element(et_)}" for k, (_, et_, _) in enumerate(ins)]
     body, k = [], 0
@@ -294,12 +288,6 @@ def _rewrite(op: ir.Operation, pieces: list[_Piece]) -> None:
 
 def _element(tensor_type: str) -> str:
     return str(ir.RankedTensorType(ir.Type.parse(tensor_type)).element_type)
-
-
-def _rename(expr: str, rename: dict) -> str:
-    import re
-
-    return re.sub(r"\bd(\d+)\b", lambda m: rename[f"d{m.group(1)}"], expr)
 
 
 def _fill_bodies(generic: ir.Operation, pieces: list[_Piece]) -> None:

@@ -6,6 +6,11 @@ from braze._mlir import ir
 from braze.irutil import remap_operands
 
 
+def map_text(dims: int, results: list[str]) -> str:
+    """An affine map's text for a template: `dims` loops d0..d{dims-1} -> `results`."""
+    return f"affine_map<({', '.join(f'd{i}' for i in range(dims))}) -> ({', '.join(results)})>"
+
+
 class TemplateError(RuntimeError):
     """A pass built IR text that does not parse: the pass's bug, reported with the text."""
 

@@ -221,6 +221,7 @@ def kernels(out: str) -> None:
     order = []
     for name, variants in _manifest(out).items():
         model, args = _workload(name)
+        modules = {v: _load(out, name, v, model) for v in variants}  # weights put back from the CPU model
         model, args = model.cuda(), [a.cuda() for a in args]
         if os.environ.get("EAGER_KERNELS"):  # torch's own kernels (cuDNN's convolutions) beside them
             last = copy.deepcopy(model).to(memory_format=torch.channels_last)
@@ -236,7 +237,7 @@ def kernels(out: str) -> None:
                 order.append(f"{name} {label}")
         for v in variants:
             order.append(f"{name} {v}")
-            m = _load(out, name, v, _workload(name)[0])
+            m = modules[v]
             m(*args)  # load and first-call work outside the marked call
             torch.cuda.synchronize()
             marker.fill_(1.0)  # opens the variant's kernels

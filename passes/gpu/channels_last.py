@@ -45,6 +45,7 @@ from braze.irutil import all_ops, op_id, short_location
 
 from ..registry import ModulePass, decide, option, register
 from ..template import inline_template, replace_with_template
+from ..template import map_text as _map
 from .matchers import conv_ints, float_literal, generated_conv, map_results, owner
 
 TO_NHWC = (0, 2, 3, 1)
@@ -118,10 +119,6 @@ def _convertible(op: ir.Operation, types: tuple[str, ...], min_channels: int) ->
 
 def _map_texts(op: ir.Operation) -> list[str]:
     return [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _map(dims: int, results: list[str]) -> str:
-    return f"affine_map<({', '.join(f'd{i}' for i in range(dims))}) -> ({', '.join(results)})>"
 
 
 def _rank4(v: ir.Value) -> bool:
