@@ -55,9 +55,9 @@ from .template import inline_template, map_text
 @dataclass(frozen=True)
 class FoldConcatPass(ModulePass):
     name = "fusion-fold-concat"
-    summary = ("Rewrite a concat of equal slices (and elementwise functions of slices, as rotate_half's "
-               "cat(-x2, x1)) into one elementwise generic that reads each piece where it lies, which IREE "
-               "fuses with its neighbours instead of copying each piece")
+    summary = ("Rewrite a concat of 2-4 equal pieces (slices, elementwise functions of slices as rotate_half's "
+               "cat(-x2, x1), or computed tensors) into one elementwise generic that reads each piece where it "
+               "lies, which IREE fuses with its neighbours instead of copying each piece")
 
     def run(self, module: ir.Operation) -> None:
         for op in all_ops(module, "tensor.concat"):

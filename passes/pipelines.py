@@ -2,7 +2,7 @@
 `braze-opt -p fusion-cuda-pipeline{target=sm_90}` replays exactly what a compile ran.
 
     fusion-default-pipeline     group elementwise chains and lower each group to one generic;
-                                concats of slices (rotate_half) as one elementwise generic
+                                concats of equal pieces (rotate_half) as one elementwise generic
     fusion-baseline-pipeline    braze.compile(fusion=False): cleanup only (and float64 math
                                 written out, for the CPU and Vulkan)
     fusion-cpu-pipeline         braze.compile(device="cpu"): also convolutions as matmuls, erf
@@ -27,7 +27,7 @@ from .registry import PassPipeline, one_of, option, quote_option, register
 class DefaultPipeline(PassPipeline):
     name = "fusion-default-pipeline"
     summary = ("Fold broadcast batch matmuls, group elementwise chains, report the groups, lower each "
-               "group to one linalg.generic, concats of slices as one elementwise generic")
+               "group to one linalg.generic, concats of equal pieces as one elementwise generic")
 
     def expand(self) -> str:
         return ("fusion-fold-broadcast-matmul,fusion-form-groups,fusion-report,fusion-lower-to-linalg,fusion-fold-concat,"
