@@ -72,6 +72,9 @@ def empty_tuning_cache(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
+    parser.addoption("--run-extended", action="store_true",
+                     help="also run the tests marked extended, the suites' long tail past what CI's 30 minutes "
+                          "hold (README.md says which); implies --run-slow")
     gpu_artifacts.pytest_addoption(parser)
 
 
@@ -95,9 +98,15 @@ def pytest_collection_modifyitems(config, items):
     skips = {
         "cuda": None if building or _can_open("cuda") else no_cuda,
         "vulkan": None if building or _can_open("vulkan") else no_vulkan,
-        "slow": None if config.getoption("--run-slow") else pytest.mark.skip(reason="needs --run-slow"),
+        "slow": None if config.getoption("--run-slow") or config.getoption("--run-extended")
+        else pytest.mark.skip(reason="needs --run-slow"),
+        "extended": None if config.getoption("--run-extended") else pytest.mark.skip(reason="needs --run-extended"),
     }
     for item in items:
         for marker, skip in skips.items():
             if skip is not None and marker in item.keywords:
                 item.add_marker(skip)
+    # The long tests first: pytest-xdist hands tests out in this order, and a 40-second test
+    # taken last keeps one worker busy while the others sit idle (the suite ran 10% past its
+    # work divided by the workers). The order within each kind stays the collection's.
+    items.sort(key=lambda item: "slow" not in item.keywords)

@@ -4,7 +4,9 @@ each compiled with braze's passes and without, and every third one also with the
 pipeline's passes compiled for the CPU, compared with eager PyTorch in float64; the fixed
 coverage cases of braze.testing.coverage the same way; and the bench's workloads at their CPU sizes.
 bench/differential.py runs the same on a GPU host, and here on any seed range (its default: the
-first 300; CI ran 300 until its 30 minutes ran out on a slow day, bench/NOTES.md §31).
+first 300; CI ran 300 until its 30 minutes ran out on a slow day, bench/NOTES.md §31). CI
+runs the first CI_GRAPHS of the N_GRAPHS, and the rest are marked extended (`--run-extended`):
+200 graphs took 16 of CI's minutes on 2 cores.
 
 A result passes within `randomgraphs.tolerance`: ten times float32 eager's own error against
 float64, plus the rounding step of any 16-bit cast in the graph.
@@ -24,6 +26,7 @@ from braze.testing.zoo import CPU_DEFAULT, WORKLOADS
 pytestmark = pytest.mark.slow
 
 N_GRAPHS = 200
+CI_GRAPHS = 40
 PER_CASE = 10
 CUDA_PIPELINE = "fusion-cuda-pipeline{target=sm_90}"
 FUSION_ALONE = "fusion-cpu-pipeline{conv=direct data-tiling=off}"
@@ -36,7 +39,8 @@ def _float64(model, args):
         return wide(*[a.double() if a.dtype.is_floating_point else a for a in args])
 
 
-@pytest.mark.parametrize("first", range(0, N_GRAPHS, PER_CASE))
+@pytest.mark.parametrize("first", [pytest.param(first, marks=[pytest.mark.extended] if first >= CI_GRAPHS else [])
+                                   for first in range(0, N_GRAPHS, PER_CASE)])
 def test_random_graphs_match_eager(first):
     failures = []
     for seed in range(first, first + PER_CASE):
@@ -127,7 +131,13 @@ def test_coverage_cases_match_eager(case):
         assert max_error(got, e64) <= limit, options
 
 
-@pytest.mark.parametrize("name", CPU_DEFAULT)
+EXTENDED_WORKLOADS = {"resnet18"}
+"""Bench workloads whose compiles (fused and unfused, 44 s) run only with --run-extended: ResNet-18
+on the CPU also runs under torch.compile in test_dynamo."""
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.extended] if n in EXTENDED_WORKLOADS else [])
+                                  for n in CPU_DEFAULT])
 def test_bench_workloads_match_eager(name):
     model, args = WORKLOADS[name].build("cpu")
     with torch.no_grad():
