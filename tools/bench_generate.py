@@ -68,10 +68,13 @@ def first_difference(tokens, reference, prompt: int) -> int | None:
     return int(differ[0]) - prompt if len(differ) else None
 
 
-def float32_drift(lm, ids, w: gen.Generation, tokens: dict) -> dict:
-    """The issue's 16-bit criterion: for each contender's greedy tokens (eager's and braze's), the
-    first new token where they differ from eager's in float32 on the same weights (None: none of
-    the `w.new` do); braze's must come no earlier than eager's own."""
+def float32_drift(lm, ids, w: gen.Generation, tokens: dict, dec=None) -> tuple[dict, dict]:
+    """The issue's 16-bit criterion and a steadier view of it, both against eager float32 on the
+    same weights. (first, forced): `first` maps each contender of `tokens` (eager's and braze's
+    greedy tokens) to the first new token where they differ from float32's (None: none of the
+    `w.new` do; braze's must come no earlier than eager's own). One token decides it, and a
+    near-tie anywhere flips it either way, so `forced` (teacher_forced) also feeds float32's own
+    tokens to eager and to braze's decoder `dec` and compares every step's logits."""
     import copy
 
     import torch
@@ -80,8 +83,64 @@ def float32_drift(lm, ids, w: gen.Generation, tokens: dict) -> dict:
     wide.generation_config.cache_implementation = None
     with torch.no_grad():
         reference = wide.generate(ids, **_greedy(ids, w.new))
+    first = {name: first_difference(t, reference, w.prompt) for name, t in tokens.items() if t is not None}
+    forced = teacher_forced(lm, wide, reference, w.prompt, dec)
     del wide
-    return {name: first_difference(t, reference, w.prompt) for name, t in tokens.items() if t is not None}
+    return first, forced
+
+
+def _eager_steps(model, sequence, prompt: int):
+    """The logits after the prompt and after each later token but the last of `sequence` [B, T],
+    one token a step on the model's own cache as generate() runs it: [B, T - prompt, vocab]."""
+    out = model(sequence[:, :prompt], use_cache=True)
+    cache, logits = out.past_key_values, [out.logits[:, -1]]
+    for t in range(prompt, sequence.shape[1] - 1):
+        out = model(sequence[:, t:t + 1], past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
+        logits.append(out.logits[:, -1])
+    return _stacked(logits)
+
+
+def _braze_steps(dec, sequence, prompt: int):
+    """As _eager_steps, through braze's decoder (its prefill, then a decode step a token)."""
+    logits = [dec.prefill(sequence[:, :prompt])]
+    for t in range(prompt, sequence.shape[1] - 1):
+        logits.append(dec.decode(sequence[:, t]))
+    return _stacked(logits)
+
+
+def _stacked(logits):
+    """[B, steps, vocab] float32 from a list of [B, vocab] logits."""
+    import torch
+
+    return torch.stack([x.float() for x in logits], 1)
+
+
+def teacher_forced(lm, wide, reference, prompt: int, dec=None) -> dict:
+    """eager (`lm`, 16-bit) and braze (`dec`, when given) fed float32's greedy sequence
+    `reference` [B, prompt + new] a token a step: for each, `misses` (the steps, over every
+    sequence, whose argmax is not float32's next token), `steps`, and `logit_error` (the mean
+    over steps and sequences of max|logits - float32's| / max|float32's| at that step, the
+    logits of the contender's own step against float32's own: infinite where a NaN or an
+    infinity appears)."""
+    import torch
+
+    from braze.accuracy import max_error
+
+    with torch.no_grad():
+        expected = _eager_steps(wide, reference, prompt)
+        contenders = {"eager": lambda: _eager_steps(lm, reference, prompt)}
+        if dec is not None:
+            contenders["braze"] = lambda: _braze_steps(dec, reference, prompt).to(expected.device)
+        out = {}
+        for name, steps in contenders.items():
+            got = steps()
+            target = reference[:, prompt:].to(got.device)
+            errors = [max_error(got[b, t], expected[b, t], floor=0.0)
+                      for b in range(got.shape[0]) for t in range(got.shape[1])]
+            out[name] = {"misses": int((got.argmax(-1) != target).sum()), "steps": len(errors),
+                         "logit_error": sum(errors) / len(errors)}
+    return out
 
 
 def _entry(name: str) -> dict:
@@ -213,8 +272,10 @@ def measure(w: gen.Generation, lm, device: str, copy_gbs: float, modes: list[str
                 entry["first_difference"] = first_difference(entry["_tokens"], reference, w.prompt)
     if next(lm.parameters()).dtype in (torch.bfloat16, torch.float16):
         _progress(f"    {w.name}: eager float32 (drift)...")
-        row["drift"] = float32_drift(lm, ids, w, {e["name"]: e.get("_tokens") for e in entries
-                                                  if e["status"] == "ok" and e["name"] != "compiled"})
+        braze_ok = any(e["name"] == "braze" and e["status"] == "ok" for e in entries)
+        row["drift"], row["teacher_forced"] = float32_drift(
+            lm, ids, w, {e["name"]: e.get("_tokens") for e in entries if e["status"] == "ok" and e["name"] != "compiled"},
+            dec if braze_ok else None)
     _progress(f"    {w.name}: prefill...")
     row["prefill_ms"] = _prefills(lm, ids, device, modes, entries[-1])
     for entry in entries:
@@ -365,6 +426,17 @@ def table(rows: list[dict]) -> list[str]:
             cells = ["none" if r["drift"].get(n, "—") is None else str(r["drift"].get(n, "—"))
                      for n in ("eager", "braze")]
             lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    forced = [r for r in rows if r.get("teacher_forced")]
+    if forced:
+        lines += ["", "Fed float32's greedy tokens a step at a time (teacher forcing): steps whose argmax is not "
+                  "float32's next token, and the mean over steps of max|logits - float32's| / max|float32's|:", "",
+                  "| workload | eager misses | braze misses | eager logit error | braze logit error |",
+                  "|---|---:|---:|---:|---:|"]
+        for r in forced:
+            f = r["teacher_forced"]
+            miss = [f"{f[n]['misses']} of {f[n]['steps']}" if n in f else "—" for n in ("eager", "braze")]
+            err = [_fmt(f[n]["logit_error"], ".4f") if n in f else "—" for n in ("eager", "braze")]
+            lines.append(f"| {r['name']} | " + " | ".join(miss + err) + " |")
     lines += ["", "| workload | braze decode vs compiled | braze tok/s vs compiled | braze vs eager (tok/s) |",
               "|---|---:|---:|---:|"]
     for r in rows:

@@ -125,8 +125,82 @@ def test_float32_drift_against_a_float32_generate():
         bf16 = lm.generate(ids, **_greedy(ids, W.new))
     apart = (bf16 != f32).any(0).nonzero()
     assert len(apart), "bf16 and float32 agree on every token: the case tests nothing"
-    drift = float32_drift(lm, ids, W, {"eager": bf16, "braze": f32})
+    drift, forced = float32_drift(lm, ids, W, {"eager": bf16, "braze": f32})
     assert drift == {"eager": int(apart[0]) - 16, "braze": None}
-    row = {"name": W.name, "weights_mb": 0.4, "contenders": {}, "prefill_ms": {}, "drift": drift}
+    assert set(forced) == {"eager"} and forced["eager"]["steps"] == 2 * W.new
+    assert 0.0 < forced["eager"]["logit_error"] < float("inf")
+    row = {"name": W.name, "weights_mb": 0.4, "contenders": {}, "prefill_ms": {}, "drift": drift,
+           "teacher_forced": forced}
     text = "\n".join(table([row]))
     assert f"| {W.name} | {int(apart[0]) - 16} | none |" in text
+    assert f"| {W.name} | {forced['eager']['misses']} of {2 * W.new} | — |" in text
+
+
+class _SteppedModel:
+    """A decoder stand-in (prefill/decode as braze's Decoder) that steps a transformers model on
+    its own cache and lets a test change the logits of chosen steps."""
+
+    def __init__(self, model, change=None):
+        self.model, self.change, self.step = model, change or {}, 0
+
+    def _out(self, out):
+        self.cache = out.past_key_values
+        logits = out.logits[:, -1].clone()
+        if self.step in self.change:
+            self.change[self.step](logits)
+        self.step += 1
+        return logits
+
+    def prefill(self, ids):
+        self.step = 0
+        return self._out(self.model(ids, use_cache=True))
+
+    def decode(self, tokens):
+        return self._out(self.model(tokens.reshape(-1, 1), past_key_values=self.cache, use_cache=True))
+
+
+def test_teacher_forced_counts_every_step_against_float32():
+    """teacher_forced against hand-made contenders: float32 itself (no misses, no error), float32
+    with one step's argmax moved to another token (one miss, that step's error alone), and a NaN
+    in one step (an infinite error, not a NaN that compares as small)."""
+    import torch
+
+    from braze.tools.bench_generate import _greedy, teacher_forced
+
+    wide = generation.model_for("qwen2-tiny")
+    lm = copy_in(wide, torch.bfloat16)
+    ids = generation.prompt_ids(wide.config.vocab_size, 1, 8)
+    with torch.no_grad():
+        reference = wide.generate(ids, **_greedy(ids, 12))
+    assert teacher_forced(lm, wide, reference, 8, _SteppedModel(wide))["braze"] == \
+        {"misses": 0, "steps": 12, "logit_error": 0.0}
+    wrong = int(reference[0, 8 + 5]) ^ 1  # step 5's logits: another token on top by 1.0
+
+    def move(logits):
+        logits[0, wrong] = logits[0].max() + 1.0
+
+    got = teacher_forced(lm, wide, reference, 8, _SteppedModel(wide, {5: move}))
+    assert got["braze"]["misses"] == 1 and got["braze"]["steps"] == 12
+    with torch.no_grad():  # float32's step 5, stepped by hand: the one step's error over 12 steps
+        stepper = _SteppedModel(wide)
+        stepper.prefill(reference[:, :8])
+        for t in range(8, 8 + 5):
+            logits = stepper.decode(reference[:, t])[0]
+    by_hand = float(logits.max() + 1.0 - logits[wrong]) / float(logits.abs().max()) / 12
+    assert abs(got["braze"]["logit_error"] - by_hand) <= 1e-6 * by_hand
+    nan = teacher_forced(lm, wide, reference, 8, _SteppedModel(wide, {3: lambda x: x.__setitem__((0, 7), float("nan"))}))
+    assert nan["braze"]["logit_error"] == float("inf")
+    assert nan["eager"]["steps"] == 12 and nan["eager"]["logit_error"] > 0.0
+
+
+def copy_in(model, dtype):
+    """A deep copy of `model` with its parameters in `dtype` (buffers as they are)."""
+    import copy
+
+    import torch
+
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.data = p.data.to(dtype)
+    return other
