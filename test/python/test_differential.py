@@ -26,7 +26,7 @@ from braze.testing.zoo import CPU_DEFAULT, WORKLOADS
 pytestmark = pytest.mark.slow
 
 N_GRAPHS = 200
-CI_GRAPHS = 20
+CI_GRAPHS = 10
 PER_CASE = 10
 CUDA_PIPELINE = "fusion-cuda-pipeline{target=sm_90}"
 FUSION_ALONE = "fusion-cpu-pipeline{conv=direct data-tiling=off}"

@@ -39,8 +39,14 @@ def test_zoo_under_torch_compile(case):
     assert made and all(g.compiled or g.reason == "nothing to compile" for g in made), made
 
 
+IN_CI = {"resnet18", "transformer_encoder", "elementwise_chain"}
+"""The bench workloads CI runs under torch.compile; the others with --run-extended (CI's 30
+minutes, bench/NOTES.md §55: each also runs through braze.compile in test_differential)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CPU_DEFAULT)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in IN_CI else [pytest.mark.extended])
+                                  for n in CPU_DEFAULT])
 def test_bench_workloads_under_torch_compile(name):
     import copy
 
