@@ -1,13 +1,19 @@
 """bf16 drift on the CPU, several prompts (bench/NOTES.md §55): for each prompt, eager bf16's and
 braze's first new greedy token differing from eager float32 on the same weights, and teacher
-forcing (float32's tokens fed a step at a time: argmax misses, mean relative logit error).
+forcing (float32's tokens fed a step at a time: argmax misses, mean relative logit error), as
+`braze bench`'s generation rows measure them (braze.tools.bench_generate).
 
     python bench/experiments/cpu_generation_drift.py [MODEL] [PROMPTS] [NEW]   (default qwen2-30m-bf16 4 48)
 """
-import copy, sys, time
+import copy
+import sys
+import time
+
 import torch
+
 import braze
 from braze.testing import generation as gen
+from braze.tools.bench_generate import _greedy, first_difference, teacher_forced
 
 model = sys.argv[1] if len(sys.argv) > 1 else "qwen2-30m-bf16"
 prompts = int(sys.argv[2]) if len(sys.argv) > 2 else 4
@@ -20,47 +26,14 @@ dec = braze.compile_decoder(lm, batch_size=1, max_cache_len=plen + new + 1, devi
 dec.program(plen)
 print("compiled", time.time() - t0, flush=True)
 
-def eager_steps(m, seq, plen):
-    """logits after each position >= plen-1, feeding seq one token a step after the prompt."""
-    out = m(seq[:, :plen], use_cache=True)
-    pkv, logits = out.past_key_values, [out.logits[:, -1]]
-    for t in range(plen, seq.shape[1] - 1):
-        out = m(seq[:, t:t + 1], past_key_values=pkv, use_cache=True)
-        pkv = out.past_key_values
-        logits.append(out.logits[:, -1])
-    return torch.stack(logits, 1).float()
-
-def braze_steps(seq, plen):
-    logits = [dec.prefill(seq[:, :plen])]
-    for t in range(plen, seq.shape[1] - 1):
-        logits.append(dec.decode(seq[:, t]))
-    return torch.stack(logits, 1).float()
-
-def greedy_eager(m, ids):
-    out = m.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0,
-                     attention_mask=torch.ones_like(ids))
-    return out
-
-def first_diff(a, b):
-    d = (a != b).any(0).nonzero()
-    return int(d[0]) - plen if len(d) else None
-
 with torch.no_grad():
-    rows = []
     for s in range(prompts):
         ids = gen.prompt_ids(lm.config.vocab_size, 1, plen, seed=s + 1)
-        ref = greedy_eager(wide, ids)
-        e16 = greedy_eager(lm, ids)
+        ref = wide.generate(ids, **_greedy(ids, new))
+        e16 = lm.generate(ids, **_greedy(ids, new))
         b16 = dec.generate(ids, max_new_tokens=new)
-        l32 = eager_steps(wide, ref, plen)
-        le = eager_steps(lm, ref, plen)
-        lb = braze_steps(ref, plen)
-        tgt = ref[:, plen:]
-        dis_e = int((le.argmax(-1) != tgt).sum()); dis_b = int((lb.argmax(-1) != tgt).sum())
-        err_e = float(((le - l32).abs().amax(-1) / l32.abs().amax(-1)).mean())
-        err_b = float(((lb - l32).abs().amax(-1) / l32.abs().amax(-1)).mean())
-        err_eb = float(((lb - le).abs().amax(-1) / l32.abs().amax(-1)).mean())
-        rows.append((s, first_diff(e16, ref), first_diff(b16, ref), dis_e, dis_b, err_e, err_b, err_eb))
-        print(f"prompt {s}: first diff eager {rows[-1][1]} braze {rows[-1][2]}; teacher-forced argmax misses "
-              f"eager {dis_e} braze {dis_b} of {tgt.shape[1]}; mean rel max logit err eager {err_e:.4f} "
-              f"braze {err_b:.4f} (braze vs eager {err_eb:.4f})", flush=True)
+        f = teacher_forced(lm, wide, ref, plen, dec)
+        print(f"prompt {s}: first diff eager {first_difference(e16, ref, plen)} braze {first_difference(b16, ref, plen)}; "
+              f"teacher-forced argmax misses eager {f['eager']['misses']} braze {f['braze']['misses']} of "
+              f"{f['eager']['steps']}; mean rel max logit err eager {f['eager']['logit_error']:.4f} "
+              f"braze {f['braze']['logit_error']:.4f}", flush=True)
