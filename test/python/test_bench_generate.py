@@ -100,21 +100,16 @@ def test_float32_drift_against_a_float32_generate():
     """The 16-bit criterion: each contender's first new token differing from eager float32's. Given
     float32's own tokens it is None; given bf16 eager's it is where they part, found here by
     hand; the table prints both."""
-    import copy
-
     import torch
 
     from braze.tools.bench_generate import _greedy, float32_drift, table
 
-    lm = generation.model_for("qwen2-tiny")
+    base = generation.model_for("qwen2-tiny")
     with torch.no_grad():  # larger weights: bf16's greedy tokens part from float32's within the 48
-        for p in lm.parameters():
+        for p in base.parameters():
             p.mul_(4.0)
-            p.data = p.data.to(torch.bfloat16)  # parameters only: buffers (RoPE's) stay float32, as
-    wide = copy.deepcopy(lm)                    # in a model built in bf16
-    with torch.no_grad():
-        for p in wide.parameters():
-            p.data = p.data.float()
+    lm = copy_in(base, torch.bfloat16)  # parameters only: buffers (RoPE's) stay float32, as in a model built in bf16
+    wide = copy_in(lm, torch.float32)
     ids = generation.prompt_ids(lm.config.vocab_size, 2, 16)
 
     class W:
