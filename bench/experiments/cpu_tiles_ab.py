@@ -1,9 +1,10 @@
 """The f32 mmt4d tile variants (braze.compiler.cpu_tiles) side by side with eager on this host, in
 one process (bench/NOTES.md §48):
 
-    python bench/experiments/cpu_tiles_ab.py transformer_encoder,bert_layer THREADS
+    python bench/experiments/cpu_tiles_ab.py transformer_encoder,bert_layer THREADS [VARIANT,...]
 
-Each variant fixes the tiles that mode auto would choose by the CPU; 7 interleaved rounds of 10
+Each variant fixes the tiles that mode auto would choose by the CPU ("loops": braze's Intel choice,
+8x48 register tiles where the weight panels come in threes, else 16x32); 7 interleaved rounds of 10
 calls each, median ms, and the error against eager (max abs / max abs: NaN shows as nan).
 side_by_side is also cpu_data_tiling_ab.py's.
 """
@@ -12,6 +13,8 @@ import sys
 import time
 
 import torch
+
+ROUNDS = 7
 
 
 def side_by_side(name: str, model, inputs, mods: dict, dispatches: bool = False) -> None:
@@ -24,7 +27,7 @@ def side_by_side(name: str, model, inputs, mods: dict, dispatches: bool = False)
     fns = {"eager": lambda: model(*inputs), **{k: (lambda c=c: c(*inputs)) for k, c in mods.items()}}
     times = {k: [] for k in fns}
     with torch.no_grad():
-        for _ in range(7):
+        for _ in range(ROUNDS):
             for k, f in fns.items():
                 t = time.perf_counter()
                 for _ in range(10):
@@ -44,8 +47,13 @@ if __name__ == "__main__":
     braze.set_cpu_threads(int(sys.argv[2]))
     from braze.compiler import cpu_tiles as ct
     from braze.testing.zoo import WORKLOADS
-    variants = {"iree": None, "microkernel-128x16": ct.MICROKERNEL, "loops-128x32": ct.LOOPS,
-                "loops16-128x16": ct.Mmt4dTiles(vector_n=1, max_n1=1), "microkernel-l2": ct.Mmt4dTiles(codegen=False)}
+    variants = {"iree": None, "microkernel-128x16": ct.MICROKERNEL, "loops": ct.LOOPS,
+                "loops-16x32": ct.LOOPS_16X32,
+                "loops-8x32": ct.Mmt4dTiles(vector_n=2, vector_m=8, max_n1=2),
+                "loops-8x48": ct.Mmt4dTiles(vector_n=3, vector_m=8, max_n1=3),
+                "loops-8x48-64rows": ct.Mmt4dTiles(vector_n=3, vector_m=8, max_m1=4, max_n1=3)}
+    if len(sys.argv) > 3:
+        variants = {k: v for k, v in variants.items() if k in sys.argv[3].split(",")}
     for name in sys.argv[1].split(","):
         model, inputs = WORKLOADS[name].build("cpu")
         mods = {}
