@@ -160,5 +160,6 @@ def summary(lines: list[str]) -> str:
         return "no float32 16x16x1 mmt4d dispatch, or IREE's own tiles for this CPU"
     cpu = lines[0].split(":", 1)[0]
     hows = sorted({line.rsplit("(", 1)[-1].rstrip(")") for line in lines})
-    rows = max(int(m.group(1)) for line in lines if (m := re.search(r"in workgroups of (\d+)x", line)))
-    return f"{len(lines)} dispatches for {cpu}, workgroups of up to {rows} rows ({'; '.join(hows)})"
+    rows = max((int(m.group(1)) for line in lines if (m := re.search(r"in workgroups of (\d+)x", line))), default=0)
+    up_to = f", workgroups of up to {rows} rows" if rows else ""
+    return f"{len(lines)} dispatches for {cpu}{up_to} ({'; '.join(hows)})"
