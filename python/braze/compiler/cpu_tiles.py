@@ -14,8 +14,13 @@ registers, so every FMA waits on a broadcast from the LHS panel.
 (each weight panel read once from memory, the rows' panels kept in L2) and, by the target CPU
 (mode auto), measured side by side on both hosts (bench/NOTES.md §48):
   * AMD Zen 4/5: IREE's microkernel, workgroups of 128 rows x 16 columns (MICROKERNEL);
-  * Intel AVX-512: IREE's vectorised loops with a 16x32 register tile (two weight panels per LHS
-    broadcast), workgroups of 128 rows x 32 columns (LOOPS). On a 16-core Xeon, one thread:
+  * Intel AVX-512: IREE's vectorised loops (LOOPS). Since §57: 8-row register tiles, 8x48 (three
+    weight panels per broadcast) or 8x32, in workgroups of 64 rows, for products unpacked as they
+    are; 16x32 tiles in workgroups of 128 rows for transposed ones and odd panel counts. A 16x32
+    tile holds 32 accumulators in the 32 zmm registers, so LLVM spills and shuffles registers in
+    its inner loop; 8x48 holds 24 and does not (the test reads the assembly). On the 2-core
+    Emerald Rapids VM, two threads: TransformerEncoderLayer 0.55-0.66x -> 0.67-0.85x eager, BERT
+    0.62-0.85x -> 0.77-0.99x. Before §57, 16x32 everywhere; on a 16-core Xeon, one thread:
     TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1, ResNet-18 16.4 -> 14.0; 16
     threads: 2.78 -> 2.45, 2.58 -> 2.42, 4.25 -> 3.45. Workgroups sized to half the L2 were 1-2%
     faster still at one thread but 1.5-2.6x slower at 16 (too few workgroups for the threads).
@@ -25,7 +30,7 @@ Other CPUs keep IREE's tiles. `fusion-cpu-pipeline{mmt4d-tiles=iree|microkernel|
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from braze.compiler._iree_compiler import iree_ir
 from braze.irutil import all_ops
@@ -57,6 +62,10 @@ class Mmt4dTiles:
     n1_multiple: int = 1
     """These tiles serve only dispatches whose weight panels are a multiple of this many (in a
     tuple of choices, the first that serves a dispatch configures it)."""
+    transposed: bool | None = None
+    """These tiles serve only dispatches that unpack a result transposed (True: the product came
+    out with its operands swapped, as ResNet's convolutions do) or only those that do not
+    (False); None: both."""
 
 
 MICROKERNEL = Mmt4dTiles(codegen=False, max_n1=1)
@@ -77,9 +86,15 @@ and a broadcast, no spill. On the 2-core Emerald Rapids VM (§57), one thread: t
 TransformerEncoderLayer 0.63 -> 0.84x eager, BERT 0.66 -> 0.88x; two threads 0.87 -> 1.04x and
 0.75 -> 1.04x."""
 
-LOOPS = (LOOPS_8X48, LOOPS_16X32)
-"""Intel AVX-512: 8x48 register tiles where the panels come in threes (transformer widths such as
-768, 2304, 3072), 16x32 elsewhere."""
+LOOPS_8X32 = Mmt4dTiles(codegen=True, vector_m=8, vector_n=2, max_m1=4, max_n1=2, n1_multiple=2)
+"""Workgroups of 64 rows x 32 columns, an 8x32 register tile (16 accumulators): on Linear shapes
+whose panels come in twos, 1.07-1.35x the 16x32 tile at one thread (§57)."""
+
+LOOPS = (replace(LOOPS_8X48, transposed=False), replace(LOOPS_8X32, transposed=False), LOOPS_16X32)
+"""Intel AVX-512: 8-row register tiles, 48 columns wide where the panels come in threes (widths
+such as 768, 2304, 3072) and 32 where they come in twos, for products unpacked as they are (a
+Linear's); 16x32 elsewhere: transposed products (ResNet's convolutions, where 8x32 lost up to
+10%), and odd panel counts."""
 
 
 Choice = Mmt4dTiles | tuple[Mmt4dTiles, ...]
@@ -104,6 +119,12 @@ def tiles_for(mode: str, cpu: str) -> Choice | None:
 def _cpu_of(target) -> str | None:
     m = re.search(r'\bcpu = "([^"]*)"', str(target))
     return m.group(1) if m else None
+
+
+def _unpacked_transposed(func) -> bool:
+    """Whether the dispatch unpacks a result transposed (a linalg.unpack with its inner tiles'
+    positions swapped: the mmt4d's, directly or after a fused epilogue)."""
+    return any("1, 0" in str(u.attributes["inner_dims_pos"]) for u in all_ops(func, "linalg.unpack"))
 
 
 def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
@@ -133,7 +154,9 @@ def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
                         or list(rhs.shape[2:]) != [16, 1]:
                     continue
                 m1, k1, n1 = lhs.shape[0], lhs.shape[1], rhs.shape[0]
-                tiles = next((t for t in choices if n1 % t.n1_multiple == 0), None)
+                transposed = _unpacked_transposed(func)
+                tiles = next((t for t in choices if n1 % t.n1_multiple == 0
+                              and t.transposed in (None, transposed)), None)
                 if tiles is None:
                     continue
                 panel = 16 * k1 * 4
