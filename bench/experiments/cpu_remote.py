@@ -50,6 +50,8 @@ TILE_VARIANTS = {
     "tiles-loops-n2": {"vector_n": 2, "max_n1": 2},
     "tiles-loops-l2": {"vector_n": 2},
     "tiles-loops1-n1": {"vector_n": 1, "max_n1": 1},
+    "tiles-loops-16x32": "LOOPS_16X32",  # braze's Intel choice before §57
+    "tiles-loops-rule": "LOOPS",  # since §57: 8-row tiles for untransposed products, else 16x32
 }
 
 
@@ -60,7 +62,7 @@ def _compile(braze, model, inputs, target, variant):
     from braze.compiler import cpu_tiles
 
     spec = TILE_VARIANTS[variant]
-    chosen = None if spec is None else cpu_tiles.Mmt4dTiles(**spec)
+    chosen = None if spec is None else getattr(cpu_tiles, spec) if isinstance(spec, str) else cpu_tiles.Mmt4dTiles(**spec)
     saved = cpu_tiles.tiles_for_cpu
     cpu_tiles.tiles_for_cpu = lambda cpu: chosen
     try:
