@@ -19,8 +19,8 @@ registers, so every FMA waits on a broadcast from the LHS panel.
     are; 16x32 tiles in workgroups of 128 rows for transposed ones and odd panel counts. A 16x32
     tile holds 32 accumulators in the 32 zmm registers, so LLVM spills and shuffles registers in
     its inner loop; 8x48 holds 24 and does not (the test reads the assembly). On the 2-core
-    Emerald Rapids VM, two threads: TransformerEncoderLayer 0.55-0.66x -> 0.67-0.85x eager, BERT
-    0.62-0.85x -> 0.77-0.99x. Before §57, 16x32 everywhere; on a 16-core Xeon, one thread:
+    Emerald Rapids VM, two threads: TransformerEncoderLayer 0.55-0.87x -> 0.67-1.04x eager, BERT
+    0.62-0.85x -> 0.77-1.04x (interleaved runs). Before §57, 16x32 everywhere; on a 16-core Xeon, one thread:
     TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1, ResNet-18 16.4 -> 14.0; 16
     threads: 2.78 -> 2.45, 2.58 -> 2.42, 4.25 -> 3.45. Workgroups sized to half the L2 were 1-2%
     faster still at one thread but 1.5-2.6x slower at 16 (too few workgroups for the threads).
@@ -82,9 +82,9 @@ the 8-row tiles on ResNet-18's dispatches (a 16-row tile streams the weights onc
 
 LOOPS_8X48 = Mmt4dTiles(codegen=True, vector_m=8, vector_n=3, max_m1=4, max_n1=3, n1_multiple=3)
 """Workgroups of 64 rows x 48 columns, an 8x48 register tile: 24 accumulators, 3 panel registers
-and a broadcast, no spill. On the 2-core Emerald Rapids VM (§57), one thread: the
-TransformerEncoderLayer 0.63 -> 0.84x eager, BERT 0.66 -> 0.88x; two threads 0.87 -> 1.04x and
-0.75 -> 1.04x."""
+and a broadcast, no spill. On the 2-core Emerald Rapids VM (§57), one run: the
+TransformerEncoderLayer 0.63 -> 0.84x eager at one thread, BERT 0.66 -> 0.88x; two threads
+0.87 -> 1.04x and 0.75 -> 1.04x."""
 
 LOOPS_8X32 = Mmt4dTiles(codegen=True, vector_m=8, vector_n=2, max_m1=4, max_n1=2, n1_multiple=2)
 """Workgroups of 64 rows x 32 columns, an 8x32 register tile (16 accumulators): on Linear shapes
