@@ -145,11 +145,12 @@ def test_reassociated_layer_norm_matches_float64():
 
 
 def test_a_users_flag_overrides_the_choice():
-    """The user's iree_flags come after braze's: --iree-opt-data-tiling=false wins (no pack
-    dispatches: as few dispatches as the data-tiling=off pipeline)."""
+    """The user's iree_flags come after braze's: --iree-global-opt-data-tiling=false (the path
+    braze turns on, backend.DATA_TILING_FLAGS) wins (no pack dispatches: as few dispatches as
+    the data-tiling=off pipeline)."""
     model, args = _model()
     off = braze.compile(model, *args, cache=False, pipeline="fusion-cpu-pipeline{data-tiling=off}")
-    user = braze.compile(model, *args, cache=False, iree_flags=["--iree-opt-data-tiling=false"])
+    user = braze.compile(model, *args, cache=False, iree_flags=["--iree-global-opt-data-tiling=false"])
     on = braze.compile(model, *args, cache=False)
     assert user.report.dispatch_count == off.report.dispatch_count < on.report.dispatch_count
     _check(user, model, args)
@@ -272,3 +273,31 @@ def test_grouped_convolutions_as_batch_matmuls_match_float64():
     kept = braze.compile(model, *args, cache=False, pipeline="fusion-cpu-pipeline{conv=direct}")
     assert not any("batch matmul over the groups" in d for d in kept.report.decisions)
     _check(kept, model, args)
+
+
+class SumOfProducts(torch.nn.Module):
+    """x[:, :K] @ W1.T + x[:, K:] @ W2.T: a Linear split over K, as a gated or recurrent cell
+    writes a sum of two products."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1 = torch.nn.Parameter(torch.randn(768, 1536) / 40)
+        self.w2 = torch.nn.Parameter(torch.randn(768, 1536) / 40)
+
+    def forward(self, x):
+        return x[:, :1536] @ self.w1.T + x[:, 1536:] @ self.w2.T
+
+
+def test_a_sum_of_two_products_compiles_with_data_tiling():
+    # IREE 3.13's dispatch-creation data tiling folded the add into the second product's
+    # accumulator and unpacked and packed the first product's whole result on the stack: a
+    # CompileError ("exceeded stack allocation limit") where the raw toolchain compiles it
+    # (backend.DATA_TILING_FLAGS, bench/notes/57)
+    torch.manual_seed(0)
+    model, x = SumOfProducts().eval(), torch.randn(128, 3072)
+    compiled = braze.compile(model, x, cache=False)
+    assert compiled.report.cpu_codegen.startswith("data tiling"), compiled.report.cpu_codegen
+    with torch.no_grad():
+        want = model.double()(x.double())
+    err = float((compiled(x).double() - want).abs().max() / want.abs().max())
+    assert err < 1e-5, err

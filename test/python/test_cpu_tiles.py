@@ -132,35 +132,6 @@ def test_loops_use_8x48_register_tiles_where_panels_come_in_threes(monkeypatch):
     assert "2 dispatches for " in line and "workgroups of up to 80 rows (loops, 16x16 registers; loops, 8x48 registers)" in line, line
 
 
-class WeightFirst(torch.nn.Module):
-    """W @ x with W 256 x 576 and x 576 x 49 (a 3x3 convolution's product at 7x7 pixels): IREE
-    makes the 49 columns the packed LHS and unpacks the product transposed."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(256, 576) / 24)
-
-    def forward(self, x):
-        return self.w @ x
-
-
-@needs_avx512
-def test_transposed_products_keep_16x32_register_tiles(monkeypatch):
-    seen = []
-    real = cpu_tiles.configure_mmt4d
-    monkeypatch.setattr(cpu_tiles, "configure_mmt4d", lambda m, how: seen.extend(real(m, how)) or seen)
-    torch.manual_seed(0)
-    model, x = WeightFirst().eval(), torch.randn(576, 49)
-    compiled = braze.compile(model, x, device="cpu", pipeline="fusion-cpu-pipeline{mmt4d-tiles=loops}", cache=False)
-    # 16 weight panels, even, but the product is transposed: ResNet's convolutions ran faster with
-    # 16-row tiles there (bench/notes/57)
-    assert [line.split(": ", 2)[2] for line in seen] == ["mmt4d 64x256x576 in workgroups of 64x32 (loops, 16x32 registers)"], seen
-    with torch.no_grad():
-        want = model.double()(x.double())
-    err = float((compiled(x).double() - want).abs().max() / want.abs().max())
-    assert err < 1e-5, err
-
-
 def test_auto_follows_the_cpu():
     assert cpu_tiles.tiles_for("auto", "emeraldrapids") == cpu_tiles.LOOPS
     assert cpu_tiles.tiles_for("auto", "znver4") == cpu_tiles.MICROKERNEL

@@ -236,9 +236,16 @@ own fusion would fold that round trip). On for CUDA always (Vulkan: not measured
 flag wins)."""
 
 
-DATA_TILING_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
+DATA_TILING_FLAGS = ("--iree-global-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
 """llvm-cpu: pack contraction operands into the host's vector tiles and run IREE's mmt4d
-microkernels; braze passes them where fusion-cpu-codegen chose data tiling (bench/NOTES.md §24)."""
+microkernels; braze passes them where fusion-cpu-codegen chose data tiling (bench/NOTES.md §24).
+IREE 3.13 has two data-tiling paths and `--iree-opt-data-tiling` picks the one that starts at
+dispatch creation. That path fails on a sum of two products, `x1 @ w1 + x2 @ w2`: it folds the
+add into the second product's accumulator and leaves the first dispatch unpacking and packing
+its whole result again on the stack ("exceeded stack allocation limit"; the raw toolchain,
+without data tiling, compiles it). The path that starts at global optimization compiles it and
+was as fast or faster on every float32 CPU bench workload (§57, one thread, Emerald Rapids: TE
+0.87x -> 1.04x eager, BERT 0.95x -> 1.07x, GELU MLP 0.85x -> 1.22x; AMD not measured again)."""
 
 
 CHANNELS_LAST_FLAG = ("--iree-preprocessing-pass-pipeline="

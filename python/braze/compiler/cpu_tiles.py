@@ -15,12 +15,12 @@ registers, so every FMA waits on a broadcast from the LHS panel.
 (mode auto), measured side by side on both hosts (bench/NOTES.md §48):
   * AMD Zen 4/5: IREE's microkernel, workgroups of 128 rows x 16 columns (MICROKERNEL);
   * Intel AVX-512: IREE's vectorised loops (LOOPS). Since §57: 8-row register tiles, 8x48 (three
-    weight panels per broadcast) or 8x32, in workgroups of 64 rows, for products unpacked as they
-    are; 16x32 tiles in workgroups of 128 rows for transposed ones and odd panel counts. A 16x32
-    tile holds 32 accumulators in the 32 zmm registers, so LLVM spills and shuffles registers in
-    its inner loop; 8x48 holds 24 and does not (the test reads the assembly). On the 2-core
-    Emerald Rapids VM, two threads: TransformerEncoderLayer 0.55-0.87x -> 0.67-1.04x eager, BERT
-    0.62-0.85x -> 0.77-1.04x (interleaved runs). Before §57, 16x32 everywhere; on a 16-core Xeon, one thread:
+    weight panels per broadcast) or 8x32, in workgroups of 64 rows; 16-row tiles in workgroups
+    of 128 rows where the panel count is odd. A 16x32 tile holds 32 accumulators in the 32 zmm
+    registers, so LLVM spills and shuffles registers in its inner loop; 8x48 holds 24 and does
+    not (the test reads the assembly). On the 2-core Emerald Rapids VM, two threads:
+    TransformerEncoderLayer 0.55-0.87x -> 0.67-1.04x eager, BERT 0.62-0.85x -> 0.77-1.04x
+    (interleaved runs). Before §57, 16x32 everywhere; on a 16-core Xeon, one thread:
     TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1, ResNet-18 16.4 -> 14.0; 16
     threads: 2.78 -> 2.45, 2.58 -> 2.42, 4.25 -> 3.45. Workgroups sized to half the L2 were 1-2%
     faster still at one thread but 1.5-2.6x slower at 16 (too few workgroups for the threads).
@@ -30,7 +30,7 @@ Other CPUs keep IREE's tiles. `fusion-cpu-pipeline{mmt4d-tiles=iree|microkernel|
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from braze.compiler._iree_compiler import iree_ir
 from braze.irutil import all_ops
@@ -62,10 +62,6 @@ class Mmt4dTiles:
     n1_multiple: int = 1
     """These tiles serve only dispatches whose weight panels are a multiple of this many (in a
     tuple of choices, the first that serves a dispatch configures it)."""
-    transposed: bool | None = None
-    """These tiles serve only dispatches that unpack a result transposed (True: the product came
-    out with its operands swapped, as ResNet's convolutions do) or only those that do not
-    (False); None: both."""
 
 
 MICROKERNEL = Mmt4dTiles(codegen=False, max_n1=1)
@@ -77,8 +73,8 @@ LOOPS_16X32 = Mmt4dTiles(codegen=True, vector_n=2, max_n1=2)
 """Workgroups of 128 rows x 32 columns, IREE's vectorised loops with a 16x32 register tile: Intel
 Xeon (emeraldrapids), one thread, TransformerEncoderLayer 18.8 -> 17.1 ms, BERT 20.4 -> 17.1; 16
 threads 2.78 -> 2.45, 2.58 -> 2.42 (§48). Its 32 accumulators leave no register for the weight
-panels and the broadcast: LLVM spills two and moves ~60 registers a step (§57); it still beats
-the 8-row tiles on ResNet-18's dispatches (a 16-row tile streams the weights once per 16 rows)."""
+panels and the broadcast: LLVM spills two and moves ~60 registers a step (§57). Since §57 it
+serves only odd panel counts, as 16x16 (one panel wide)."""
 
 LOOPS_8X48 = Mmt4dTiles(codegen=True, vector_m=8, vector_n=3, max_m1=4, max_n1=3, n1_multiple=3)
 """Workgroups of 64 rows x 48 columns, an 8x48 register tile: 24 accumulators, 3 panel registers
@@ -88,13 +84,13 @@ TransformerEncoderLayer 0.63 -> 0.84x eager at one thread, BERT 0.66 -> 0.88x; t
 
 LOOPS_8X32 = Mmt4dTiles(codegen=True, vector_m=8, vector_n=2, max_m1=4, max_n1=2, n1_multiple=2)
 """Workgroups of 64 rows x 32 columns, an 8x32 register tile (16 accumulators): on Linear shapes
-whose panels come in twos, 1.07-1.35x the 16x32 tile at one thread (§57)."""
+whose panels come in twos, 1.03-1.35x the 16x32 tile at one thread (§57)."""
 
-LOOPS = (replace(LOOPS_8X48, transposed=False), replace(LOOPS_8X32, transposed=False), LOOPS_16X32)
-"""Intel AVX-512: 8-row register tiles, 48 columns wide where the panels come in threes (widths
-such as 768, 2304, 3072) and 32 where they come in twos, for products unpacked as they are (a
-Linear's); 16x32 elsewhere: transposed products (ResNet's convolutions, where 8x32 lost up to
-10%), and odd panel counts."""
+LOOPS = (LOOPS_8X48, LOOPS_8X32, LOOPS_16X32)
+"""Intel AVX-512: 8-row register tiles, 48 columns wide where the weight panels come in threes
+(widths such as 768, 2304, 3072) and 32 where they come in twos; an odd panel count keeps the
+16-row tile (one panel wide: 16x16). ResNet-18 ran as fast with 8x32 as with 16x32 on its
+convolutions' products once data tiling took IREE's global-optimization path (§57)."""
 
 
 Choice = Mmt4dTiles | tuple[Mmt4dTiles, ...]
@@ -119,12 +115,6 @@ def tiles_for(mode: str, cpu: str) -> Choice | None:
 def _cpu_of(target) -> str | None:
     m = re.search(r'\bcpu = "([^"]*)"', str(target))
     return m.group(1) if m else None
-
-
-def _unpacked_transposed(func) -> bool:
-    """Whether the dispatch unpacks a result transposed (a linalg.unpack with its inner tiles'
-    positions swapped: the mmt4d's, directly or after a fused epilogue)."""
-    return any("1, 0" in str(u.attributes["inner_dims_pos"]) for u in all_ops(func, "linalg.unpack"))
 
 
 def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
@@ -154,9 +144,7 @@ def configure_mmt4d(module_op, mode: str = "auto") -> list[str]:
                         or list(rhs.shape[2:]) != [16, 1]:
                     continue
                 m1, k1, n1 = lhs.shape[0], lhs.shape[1], rhs.shape[0]
-                transposed = _unpacked_transposed(func)
-                tiles = next((t for t in choices if n1 % t.n1_multiple == 0
-                              and t.transposed in (None, transposed)), None)
+                tiles = next((t for t in choices if n1 % t.n1_multiple == 0), None)
                 if tiles is None:
                     continue
                 panel = 16 * k1 * 4
