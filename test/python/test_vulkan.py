@@ -162,8 +162,14 @@ def test_widened_bf16_contractions_compute_the_same_values(monkeypatch):
     widened = braze.compile(model, x, device="cpu", cache=False)(x)
     assert counted == [3]  # the two convolutions and the Linear (its operands widened by torch-mlir)
     with torch.no_grad():
-        ref = model.double()(x.double())
-    assert float((widened.double() - ref).abs().max() / ref.abs().max()) < 2e-2
-    # the same float32 sums, in another order where the Linear's widening is its own dispatch: at
-    # most one bf16 rounding step apart
-    assert float((widened.double() - plain.double()).abs().max() / ref.abs().max()) <= 2 ** -8
+        in_bf16 = model(x).double()
+        ref = model.double()(x.double())  # model.double() converts the model itself: after eager's call
+    eager = float((in_bf16 - ref).abs().max() / ref.abs().max())
+    # the same float32 sums, in another order where the Linear's widening is its own dispatch:
+    # each result within bf16's own error of eager's (eager: 1.8e-3, plain 3.5e-3, widened 2.0e-3
+    # here), and the two at most two bf16 rounding steps apart (each rounds its bf16 activations
+    # in its own places: 2.7e-3 with IREE's dispatch-creation data tiling, 5.5e-3 with the
+    # global-optimization path of bench/notes/57)
+    for got in (widened, plain):
+        assert float((got.double() - ref).abs().max() / ref.abs().max()) <= 3 * eager
+    assert float((widened.double() - plain.double()).abs().max() / ref.abs().max()) <= 2 ** -7
