@@ -9,6 +9,12 @@ under `perf record` with iree-benchmark-module at one thread (local-sync), maps 
 its dispatch function by the dumped binary's symbols, and prints one row per dispatch: its share
 of the samples, its ms per call and, where the name gives the sizes of a matmul, GFLOP/s.
 
+It compiles with the iree-compile command, which braze's configuration hook does not reach:
+its matmul dispatches have IREE's own mmt4d tiles, not the ones braze.compiler.cpu_tiles gives
+them (bench/NOTES.md §57). For braze's, compile with braze.compile(iree_flags=
+["--iree-llvmcpu-link-embedded=false", "--iree-hal-dump-executable-binaries-to=DIR"]) and
+perf-record the calls.
+
 Why not IREE's `--iree-hal-dump-executable-benchmarks-to`: those benchmarks bind one fresh,
 never-written buffer, whose pages are all the kernel's zero page, so every read hits L1. On
 this host a 128x3072x768 matmul dispatch runs 2.51 ms that way and 3.72 ms once the buffer is
