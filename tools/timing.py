@@ -7,6 +7,7 @@ experiments in bench/ share, and the reader of ncu's kernel times.
     ms = median_ms(fn, reps=50, device="cuda")
     ms = per_call_ms(fn, n=100)               # n back-to-back calls, synchronized at the ends
     ms = profiled_kernel_ms(fn)               # the GPU time of the kernels one call runs
+    kernels = profiled_kernels(fn, calls=5)   # {kernel name: (launches, ms)} a call
     ms = events_per_call_ms(fn, calls=100)    # the same between CUDA events, median of 5 blocks
     launches = ncu_kernels("ncu.csv")         # [(kernel name, us), ...] in launch order
 """
@@ -129,6 +130,34 @@ def profiled_kernel_ms(fn, calls: int = 20) -> float:
     total_us = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total and
                    not e.key.startswith(("Memcpy", "Memset", "cudaDeviceSynchronize")))
     return total_us / calls / 1000.0
+
+
+def kernel_times(events, calls: int) -> dict[str, tuple[float, float]]:
+    """{kernel name: (launches, ms)} per call from torch.profiler events over `calls` calls: every
+    device (CUDA) event that took time, copies included."""
+    kernels: dict[str, list] = {}
+    for e in events:
+        if e.device_type.name == "CUDA" and e.device_time > 0:
+            k = kernels.setdefault(e.name, [0, 0.0])
+            k[0] += 1
+            k[1] += e.device_time / 1e3  # us -> ms
+    return {name: (n / calls, ms / calls) for name, (n, ms) in kernels.items()}
+
+
+def profiled_kernels(fn, calls: int = 5, warmup: int = 1) -> dict[str, tuple[float, float]]:
+    """kernel_times of `calls` calls of fn under torch.profiler (CUPTI: kernels launched through
+    the driver by braze's launcher too), after `warmup` unprofiled calls."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return kernel_times(prof.events(), calls)
 
 
 def ncu_kernels(path) -> list[tuple[str, float]]:

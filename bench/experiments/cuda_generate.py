@@ -183,25 +183,19 @@ def _profile_steps(dec, prompt: int, step, step_ms: float, steps: int = 16, top:
     """Where a decode step's time goes (torch.profiler over `steps` steps): the GPU's busy time
     per step against the step's wall time (the rest is gaps between kernels), and the kernels
     taking most of it, by name."""
-    from torch.profiler import ProfilerActivity, profile
+    from braze.tools.timing import profiled_kernels
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            dec.position = prompt
-            dec.decode(step)
-        torch.cuda.synchronize()
-    kernels = {}
-    for e in prof.events():
-        if e.device_type.name == "CUDA" and e.device_time > 0:
-            k = kernels.setdefault(e.name, [0, 0.0])
-            k[0] += 1
-            k[1] += e.device_time / 1e3  # us -> ms
-    busy = sum(t for _, t in kernels.values()) / steps
-    count = sum(n for n, _ in kernels.values()) / steps
+    def one_step():
+        dec.position = prompt
+        dec.decode(step)
+
+    kernels = profiled_kernels(one_step, calls=steps, warmup=0)  # per step
+    busy = sum(t for _, t in kernels.values())
+    count = sum(n for n, _ in kernels.values())
     print(f"\nbraze decode step: {count:.0f} kernels, GPU busy {busy:.3f} ms of {step_ms:.3f} ms a step "
           f"({100 * busy / step_ms:.0f}%); top kernels by time a step:")
     for name, (n, t) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
-        print(f"  {t / steps:8.4f} ms  {n // steps:4d}x  {100 * t / steps / busy:4.1f}%  {name[:110]}")
+        print(f"  {t:8.4f} ms  {int(n):4d}x  {100 * t / busy:4.1f}%  {name[:110]}")
     print(flush=True)
 
 

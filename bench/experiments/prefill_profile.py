@@ -9,57 +9,23 @@ and the kernels taking most of it (torch.profiler, CUPTI: braze's launcher's ker
 
 import argparse
 import json
-import statistics
-import time
 from pathlib import Path
 
 import torch
 
 from braze.testing import generation as gen
-
-
-def _median_ms(fn, runs: int = 20) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
-
-
-def _kernels(fn, calls: int = 5) -> tuple[dict, float, float]:
-    """{kernel name: [launches, ms]} a call, the GPU's busy ms a call, launches a call."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    kernels: dict = {}
-    for e in prof.events():
-        if e.device_type.name == "CUDA" and e.device_time > 0:
-            k = kernels.setdefault(e.name, [0, 0.0])
-            k[0] += 1
-            k[1] += e.device_time / 1e3
-    for k in kernels.values():
-        k[0] /= calls
-        k[1] /= calls
-    return kernels, sum(t for _, t in kernels.values()), sum(n for n, _ in kernels.values())
+from braze.tools.timing import median_ms, profiled_kernels
 
 
 def report(name: str, fn, top: int) -> dict:
-    ms = _median_ms(fn)
-    kernels, busy, count = _kernels(fn)
+    ms = median_ms(fn, reps=20, sync=True)
+    kernels = profiled_kernels(fn)
+    busy, count = sum(t for _, t in kernels.values()), sum(n for n, _ in kernels.values())
     print(f"\n{name}: {ms:.3f} ms a call; {count:.0f} kernels, GPU busy {busy:.3f} ms ({100 * busy / ms:.0f}%)")
-    for kname, (n, t) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
+    largest = sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]
+    for kname, (n, t) in largest:
         print(f"  {t:8.4f} ms  {n:5.0f}x  {100 * t / busy:4.1f}%  {kname[:120]}")
-    return {"ms": ms, "busy_ms": busy, "kernels": count,
-            "top": [[k, n, t] for k, (n, t) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]]}
+    return {"ms": ms, "busy_ms": busy, "kernels": count, "top": [[k, n, t] for k, (n, t) in largest]}
 
 
 def main() -> None:
@@ -94,7 +60,7 @@ def main() -> None:
                 fn()
                 rows[mode] = report(f"{name} torch.compile {mode}", fn, a.top)
         out[name] = rows
-        del dec, lm
+        dec = lm = c = None  # the model and programs freed before the next workload's
         torch.cuda.empty_cache()
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))

@@ -1,6 +1,8 @@
 """braze.tools.timing: the shared timer (the CPU path; CUDA needs the GPU host) and its ncu reader."""
 
-from braze.tools.timing import median_ms, ncu_kernels
+from types import SimpleNamespace
+
+from braze.tools.timing import kernel_times, median_ms, ncu_kernels
 
 NCU_OUTPUT = '''==PROF== Connected to process 1234 (/usr/bin/python3)
 profiled gemm_4096x4096x1024
@@ -29,3 +31,16 @@ def test_ncu_kernels_of_output_without_a_csv_is_empty(tmp_path):
 
 def test_median_ms_on_cpu_is_wall_clock():
     assert 0 <= median_ms(lambda: sum(range(1000)), reps=5, device="cpu") < 1000
+
+
+def _event(name, device, us):
+    return SimpleNamespace(name=name, device_type=SimpleNamespace(name=device), device_time=us)
+
+
+def test_kernel_times_per_call_from_profiler_events():
+    # two calls: gemm twice a call (100 + 300 us, 200 + 200 us), one copy a call; host events and
+    # zero-time markers left out
+    events = [_event("gemm", "CUDA", 100.0), _event("gemm", "CUDA", 300.0), _event("Memcpy DtoD", "CUDA", 10.0),
+              _event("aten::mm", "CPU", 999.0), _event("marker", "CUDA", 0.0),
+              _event("gemm", "CUDA", 200.0), _event("gemm", "CUDA", 200.0), _event("Memcpy DtoD", "CUDA", 30.0)]
+    assert kernel_times(events, calls=2) == {"gemm": (2.0, 0.4), "Memcpy DtoD": (1.0, 0.02)}
