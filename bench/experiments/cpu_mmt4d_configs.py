@@ -49,22 +49,17 @@ def make(template, codegen=True):
         return out
     return configure
 
-V = {
- "cur": ("#iree_cpu.lowering_config<distribution = [{m1}, 2, 0, 0, 0, 0], vector_common_parallel = [1, 2, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", True),
- "r8x32": ("#iree_cpu.lowering_config<distribution = [{m1}, 2, 0, 0, 0, 0], vector_common_parallel = [1, 2, 0, 8, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", True),
- "r16x16": ("#iree_cpu.lowering_config<distribution = [{m1}, 2, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", True),
- "kb128": ("#iree_cpu.lowering_config<distribution = [{m1}, 2, 0, 0, 0, 0], cache_parallel = [{m1}, 2, 0, 0, 0, 0], cache_reduction = [0, 0, 128, 0, 0, 0], vector_common_parallel = [1, 2, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", True),
- "kb128r8": ("#iree_cpu.lowering_config<distribution = [{m1}, 2, 0, 0, 0, 0], cache_parallel = [{m1}, 2, 0, 0, 0, 0], cache_reduction = [0, 0, 128, 0, 0, 0], vector_common_parallel = [1, 2, 0, 8, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", True),
- "uk": ("#iree_cpu.lowering_config<distribution = [{m1}, 1, 0, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", False),
- "ukkb128": ("#iree_cpu.lowering_config<distribution = [{m1}, 1, 0, 0, 0, 0], cache_parallel = [{m1}, 1, 0, 0, 0, 0], cache_reduction = [0, 0, 128, 0, 0, 0], vector_common_parallel = [1, 1, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", False),
-}
-
 def cfg(dn, vn, vm, kb=0, dm=0, cg=True, cp=None):
     M = dm or "{m1}"
     cache = f"cache_parallel = [{M}, {cp or dn}, 0, 0, 0, 0], cache_reduction = [0, 0, {kb}, 0, 0, 0], " if kb else ""
     return (f"#iree_cpu.lowering_config<distribution = [{M}, {dn}, 0, 0, 0, 0], {cache}vector_common_parallel = [1, {vn}, 0, {vm}, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>", cg)
+
+V = {  # the variants named in §57: cur (16x32, braze's Intel tile before §57), 8-row tiles, K tiles, the microkernel
+    "cur": cfg(2, 2, 16), "r8x32": cfg(2, 2, 8), "r16x16": cfg(2, 1, 16), "kb128": cfg(2, 2, 16, 128),
+    "kb128r8": cfg(2, 2, 8, 128), "uk": cfg(1, 1, 16, cg=False), "ukkb128": cfg(1, 1, 16, 128, cg=False),
+}
 for spec in sys.argv[3:]:
-    # name=dn,vn,vm[,kb]
+    # name=dn,vn,vm[,kb[,dm]]
     name, vals = spec.split("=")
     p = [int(v) for v in vals.split(",")]
     V[name] = cfg(*p)

@@ -1,24 +1,26 @@
 """The f32 mmt4d tile variants (braze.compiler.cpu_tiles) side by side with eager on this host, in
 one process (bench/NOTES.md §48):
 
-    python bench/experiments/cpu_tiles_ab.py transformer_encoder,bert_layer THREADS [VARIANT,...]
+    [ROUNDS=7] python bench/experiments/cpu_tiles_ab.py transformer_encoder,bert_layer THREADS [VARIANT,...]
 
 Each variant fixes the tiles that mode auto would choose by the CPU ("loops": braze's Intel choice,
-8x48 register tiles where the weight panels come in threes, else 16x32); 7 interleaved rounds of 10
-calls each, median ms, and the error against eager (max abs / max abs: NaN shows as nan).
+8x48 register tiles where the weight panels come in threes, 8x32 in twos, else 16 rows); ROUNDS
+interleaved rounds of 10 calls each, median ms, and the error against eager (max abs / max abs: NaN shows as nan).
 side_by_side is also cpu_data_tiling_ab.py's.
 """
+import os
 import statistics
 import sys
 import time
 
 import torch
 
-ROUNDS = 7
+ROUNDS = int(os.environ.get("ROUNDS", 7))
+"""Interleaved rounds of 10 calls (env ROUNDS; §57's runs used 15, 21 and 31)."""
 
 
 def side_by_side(name: str, model, inputs, mods: dict, dispatches: bool = False) -> None:
-    """Eager and each compiled module of `mods` in 7 interleaved rounds of 10 calls; prints each
+    """Eager and each compiled module of `mods` in ROUNDS interleaved rounds of 10 calls; prints each
     one's median ms, its speed against eager and its error (and dispatch count)."""
     with torch.no_grad():
         ref = model(*inputs)
