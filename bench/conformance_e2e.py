@@ -20,6 +20,15 @@ compiler for llvm-cpu (host CPU, its default flags: float64 demoted to float32) 
 with no braze code in between; its results are cast to the golden dtypes (the demotion's float32
 passes for float64 where the values agree). Outcomes then read raw-error:<Exception>.
 
+On a GPU (issue 39's CUDA count), compile here and run there: `--device cuda --target sm_90
+--save DIR` compiles each module (braze, or the raw toolchain with --raw, its IREE target cuda)
+and writes DIR/NAME.braze or DIR/NAME.vmfb with DIR/NAME.pt (the call's arguments and eager's
+golden result, computed here on the CPU) and DIR/compile.jsonl (each test's compile outcome);
+on the GPU host, `--load DIR -o results.jsonl` runs each saved module on the GPU (iree.runtime and
+braze's runtime only: no suite, no IREE compiler there), compares it with the golden result as
+above, and counts the compile failures with the run outcomes. `--precision highest` (braze's
+float32-exact matmuls and convolutions) leaves TF32 out of the comparison.
+
 Needs the suite's sources (torch-mlir's repository), not a torch-mlir build: the modules of the
 `multiprocess` package and `torch_mlir._version` it imports are stood in for, and torchvision
 where it is not installed (its vision-model tests then fail in eager and are not counted).
@@ -105,26 +114,44 @@ def _same(got, golden) -> str:
     return f"an unexpected golden value {type(golden).__name__}"
 
 
-def _raw_compile(module, args):
-    """torch-mlir's importer + IREE for the host CPU + iree.runtime, nothing of braze's."""
-    import numpy as np
-    import torch
+def _raw_vmfb(module, args, device: str, target: str | None) -> bytes:
+    """torch-mlir's importer + IREE's compiler (its default flags), nothing of braze's."""
     from iree import compiler as ireec
-    from iree import runtime as ireert
     from torch_mlir import fx
 
     mlir = fx.export_and_import(module, *args, output_type="linalg-on-tensors", func_name="main")
-    vmfb = ireec.compile_str(str(mlir), target_backends=["llvm-cpu"], extra_args=["--iree-llvmcpu-target-cpu=host"])
-    config = ireert.Config("local-task")
+    if device == "cuda":
+        return ireec.compile_str(str(mlir), target_backends=["cuda"], extra_args=[f"--iree-cuda-target={target}"])
+    return ireec.compile_str(str(mlir), target_backends=["llvm-cpu"], extra_args=["--iree-llvmcpu-target-cpu=host"])
+
+
+def _raw_call(vmfb: bytes, device: str):
+    """A raw IREE module's `main` through iree.runtime, torch tensors in and out (on the host)."""
+    import numpy as np
+    import torch
+    from iree import runtime as ireert
+
+    config = ireert.Config("cuda" if device == "cuda" else "local-task")
     context = ireert.SystemContext(config=config)
     context.add_vm_module(ireert.VmModule.copy_buffer(context.instance, vmfb))
     main = context.modules.module["main"]
 
     def call(*call_args):
-        out = main(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in call_args])
+        out = main(*[a.cpu().numpy() if isinstance(a, torch.Tensor) else a for a in call_args])
         back = lambda o: torch.from_numpy(np.array(o.to_host() if hasattr(o, "to_host") else o))  # noqa: E731
         return tuple(back(o) for o in out) if isinstance(out, (list, tuple)) else back(out)
     return call
+
+
+def _to(value, device: str):
+    """Tensors (in tuples and lists too) moved to `device`; anything else as it is."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to(v, device) for v in value)
+    return value
 
 
 def _like(got, golden):
@@ -138,7 +165,18 @@ def _like(got, golden):
     return got
 
 
-def _run_one(test, mode: str) -> dict:
+def _error(e: Exception, mode: str) -> dict:
+    import braze
+
+    if mode == "raw":
+        return {"outcome": f"raw-error:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
+    if not isinstance(e, braze.BrazeError):
+        return {"outcome": f"raw:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
+    return {"outcome": f"braze:{type(e).__name__}", "why": str(e).splitlines()[0][:400] if str(e) else ""}
+
+
+def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, precision: str | None = None,
+             save: str | None = None) -> dict:
     import copy
 
     import torch
@@ -178,44 +216,82 @@ def _run_one(test, mode: str) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if mode == "raw":
-                compiled = _raw_compile(test.program_factory(), copy.deepcopy(args))
+                vmfb = _raw_vmfb(test.program_factory(), copy.deepcopy(args), device, target)
+                if save:
+                    with open(os.path.join(save, f"{test.unique_name}.vmfb"), "wb") as f:
+                        f.write(vmfb)
+                else:
+                    compiled = _raw_call(vmfb, device)
             else:
                 compiled = braze.compile(test.program_factory(), *copy.deepcopy(args), fusion=mode == "fused",
-                                         cache=False)
+                                         cache=False, device=device, target=target, precision=precision)
+                if save:
+                    compiled.save(os.path.join(save, f"{test.unique_name}.braze"), overwrite=True)
+            if save:
+                torch.save({"args": args, "golden": golden, "mode": mode},
+                           os.path.join(save, f"{test.unique_name}.pt"))
+                return {"outcome": "saved", "why": ""}
             torch.manual_seed(0)
             got = compiled(*copy.deepcopy(args))
             if mode == "raw":
                 got = _like(got, golden)
     except Exception as e:  # noqa: BLE001 - the raw toolchain's errors are its own
-        if mode == "raw":
-            return {"outcome": f"raw-error:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
-        if not isinstance(e, braze.BrazeError):
-            return {"outcome": f"raw:{type(e).__name__}", "why": " ".join(str(e).split())[:400]}
-        return {"outcome": f"braze:{type(e).__name__}", "why": str(e).splitlines()[0][:400] if str(e) else ""}
+        return _error(e, mode)
     why = _same(got, golden)
     return {"outcome": "mismatch" if why else "pass", "why": why}
 
 
-def _worker(suite: str, names: list[str], mode: str, out: str) -> None:
-    by_name = {t.unique_name: t for t in _tests(suite)}
+def _run_saved(folder: str, name: str, device: str) -> dict:
+    """A module saved by --save, called on `device` (the GPU host's half of a split run)."""
+    import copy
+
+    import torch
+
+    import braze
+
+    saved = torch.load(os.path.join(folder, f"{name}.pt"), weights_only=False)
+    mode, args, golden = saved["mode"], saved["args"], saved["golden"]
+    try:
+        if mode == "raw":
+            with open(os.path.join(folder, f"{name}.vmfb"), "rb") as f:
+                compiled = _raw_call(f.read(), device)
+        else:
+            compiled = braze.load(os.path.join(folder, f"{name}.braze"), device=device)
+        torch.manual_seed(0)
+        got = _to(compiled(*_to(copy.deepcopy(args), device)), "cpu")
+        if mode == "raw":
+            got = _like(got, golden)
+    except Exception as e:  # noqa: BLE001 - as in _run_one
+        return _error(e, mode)
+    why = _same(got, golden)
+    return {"outcome": "mismatch" if why else "pass", "why": why}
+
+
+def _worker(suite: str, names: list[str], mode: str, out: str, options: dict) -> None:
+    by_name = {} if options.get("load") else {t.unique_name: t for t in _tests(suite)}
     with open(out, "a") as f:
         for name in names:
             f.write(json.dumps({"test": name, "event": "start"}) + "\n")
             f.flush()
             t0 = time.perf_counter()
-            result = _run_one(by_name[name], mode)
+            if options.get("load"):
+                result = _run_saved(options["load"], name, options["device"])
+            else:
+                result = _run_one(by_name[name], mode, options["device"], options.get("target"),
+                                  options.get("precision"), options.get("save"))
             result.update(test=name, event="done", seconds=round(time.perf_counter() - t0, 2))
             f.write(json.dumps(result) + "\n")
             f.flush()
 
 
-def _drive(suite: str, names: list[str], mode: str, out: str, timeout: float) -> None:
+def _drive(suite: str, names: list[str], mode: str, out: str, timeout: float, options: dict) -> None:
     """One worker over `names`, replaced after a crash or a stall (that test recorded as such)."""
     scratch = out + f".{os.getpid()}.{abs(hash(names[0])) if names else 0}.part"
     todo = list(names)
     while todo:
         open(scratch, "w").close()
-        cmd = [sys.executable, __file__, "--worker", "--suite", suite, "--part", scratch, "--mode", mode]
+        cmd = [sys.executable, __file__, "--worker", "--suite", suite or "", "--part", scratch, "--mode", mode,
+               "--options", json.dumps(options)]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
         proc.stdin.write("\n".join(todo))
         proc.stdin.close()
@@ -274,7 +350,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300, help="seconds a test may run")
     parser.add_argument("-o", "--out", help="JSON lines, one a test (appended)")
     parser.add_argument("--summary", help="print the summary of a results file and exit")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the modules run")
+    parser.add_argument("--target", help="the GPU to compile for without one here (sm_90)")
+    parser.add_argument("--precision", help="braze.compile's precision ('highest': float32-exact, no TF32)")
+    parser.add_argument("--save", help="compile only, into this folder (run it with --load where the device is)")
+    parser.add_argument("--load", help="run the modules a --save run compiled into this folder")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--options", help=argparse.SUPPRESS)
     parser.add_argument("--part", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.summary:
@@ -282,12 +364,26 @@ def main() -> None:
         return
     if args.worker:
         _worker(args.suite, [n for n in sys.stdin.read().split("\n") if n],
-                args.mode or ("unfused" if args.unfused else "fused"), args.part)
+                args.mode or ("unfused" if args.unfused else "fused"), args.part, json.loads(args.options))
         return
     mode = "raw" if args.raw else "unfused" if args.unfused else "fused"
-    if not args.suite or not args.out:
-        parser.error("--suite and -o are required")
-    names = [t.unique_name for t in _tests(args.suite) if args.filter in t.unique_name]
+    options = {"device": args.device, "target": args.target, "precision": args.precision,
+               "save": args.save and os.path.abspath(args.save), "load": args.load and os.path.abspath(args.load)}
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        args.out = args.out or os.path.join(args.save, "compile.jsonl")
+    if not (args.suite or args.load) or not args.out:
+        parser.error("--suite (or --load) and -o are required")
+    if args.load:
+        compiled = [json.loads(line) for line in open(os.path.join(args.load, "compile.jsonl")) if line.strip()]
+        done = {json.loads(line)["test"] for line in open(args.out) if line.strip()} if os.path.exists(args.out) else set()
+        with open(args.out, "a") as f:  # the compile side's failures count as they are
+            for r in compiled:
+                if r["outcome"] != "saved" and r["test"] not in done:
+                    f.write(json.dumps(r) + "\n")
+        names = [r["test"] for r in compiled if r["outcome"] == "saved"]
+    else:
+        names = [t.unique_name for t in _tests(args.suite) if args.filter in t.unique_name]
     if args.only:
         wanted = {line.strip() for line in open(args.only) if line.strip()}
         names = [n for n in names if n in wanted]
@@ -298,7 +394,7 @@ def main() -> None:
     import threading
 
     shares = [names[i::args.jobs] for i in range(args.jobs)]
-    threads = [threading.Thread(target=_drive, args=(args.suite, share, mode, args.out, args.timeout))
+    threads = [threading.Thread(target=_drive, args=(args.suite, share, mode, args.out, args.timeout, options))
                for share in shares if share]
     for t in threads:
         t.start()
