@@ -162,3 +162,71 @@ def test_without_the_pass_iree_runs_the_scatter_as_one_loop():
                              pipeline=text.removesuffix(",fusion-spread-scatters"))
     scatters = _scatter_bodies(compiled)
     assert scatters and all("%tid.x" not in body for _, body in scatters)
+
+
+class SumAndValues(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2 + 1
+        return y.sum(), y
+
+
+class MeanAndStd(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2 + 1
+        return y.mean(), y.std()
+
+
+class SumOnly(torch.nn.Module):
+    def forward(self, x):
+        return (x * 2 + 1).sum()
+
+
+_CRASHED = """
+import sys, torch, braze
+sys.path.insert(0, {here!r})
+from test_dispatch_fusion import {name}
+braze.compile({name}(), torch.rand(256, 512), device="cuda", target="sm_90", cache=False)
+print("compiled")
+"""
+
+
+@pytest.mark.parametrize("name", ["SumAndValues", "MeanAndStd"])
+def test_a_reduction_to_one_value_beside_its_shared_producer_compiles_for_cuda(name):
+    """IREE 3.13's aggressive fusion put the producer into the one-workgroup reduction's
+    dispatch with its whole result as a second output, and LLVM's NVPTX back end aborted the
+    process ("SmallVector unable to grow") from 65,536 elements on: braze keeps the two
+    dispatches apart (backend._split_full_reductions). In a process of its own: the failure is a crash."""
+    import os
+    import subprocess
+    import sys
+
+    code = _CRASHED.format(here=os.path.dirname(__file__), name=name)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "BRAZE_COMPILE_CACHE": "0"})
+    assert done.returncode == 0 and "compiled" in done.stdout, (done.returncode, done.stderr[-2000:])
+
+
+@pytest.mark.parametrize("model, barriers", [(SumAndValues(), 1), (MeanAndStd(), 3), (SumOnly(), 0)],
+                         ids=["sum-and-values", "mean-and-std", "sum-only"])
+def test_only_a_shared_producer_is_kept_apart_from_its_reduction(model, barriers):
+    """The barrier goes where the producer's result is read elsewhere too; a chain read only by
+    its reduction stays fused into it (one pass over the input). std takes its own mean in float64:
+    a third reduction over a shared value."""
+    from braze.compiler.stages import iree_input, lower
+
+    text, _ = iree_input(lower(model, torch.rand(256, 512), device="cuda", target="sm_90"))
+    assert text.count("util.optimization_barrier") == barriers
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("model", [SumAndValues(), MeanAndStd()], ids=["sum-and-values", "mean-and-std"])
+def test_a_reduction_to_one_value_beside_its_shared_producer_runs_on_cuda(model):
+    """The split dispatches' values against float64 on random data, on the GPU."""
+    torch.manual_seed(0)
+    x = torch.rand(256, 512)
+    m = braze.compile(model, x, device="cuda", cache=False)
+    got = m(x.cuda())
+    want = model(x.double())
+    for g, w in zip(got, want):
+        assert torch.isfinite(g).all()
+        torch.testing.assert_close(g.double().cpu(), w, rtol=1e-5, atol=1e-4)

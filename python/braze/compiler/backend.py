@@ -313,6 +313,71 @@ def _hoist_small_bf16_constants(module) -> None:
                 use.owner.operands[use.operand_number] = barrier.results[0]
 
 
+FULL_REDUCTION_FUSED_ELEMENTS = 4096
+"""Above this many input elements, a reduction to one element is kept apart from a producer whose
+result is also used elsewhere (`_split_full_reductions`)."""
+
+
+def _split_full_reductions(module) -> None:
+    """Keep a reduction to one element out of the dispatch of a producer that is used elsewhere too.
+
+    IREE 3.13's aggressive fusion (AGGRESSIVE_FUSION, on for CUDA) puts such a producer into the
+    reduction's dispatch and stores the producer's result from it as a second result. For CUDA,
+    that dispatch is one workgroup reducing everything, and it leaves the second result as one
+    vector of the whole tensor: LLVM's NVPTX back end then aborts ("SmallVector unable to grow")
+    or overflows its stack and takes the Python process with it; past ~1M elements the compile
+    can also run for minutes. `y = x * 2 + 1; return y.sum(), y` crashed from 65,536 elements on
+    (4,096 compiled); `y.mean(), y.std()` and train-mode dropout followed by mean and std did too
+    (bench/NOTES.md §58). Behind a `util.optimization_barrier` the producer stays in a dispatch of
+    its own, as IREE's default fusion leaves it: the reduction reads its result once more."""
+    with module.context, iree_ir.Location.unknown():
+        for op in all_ops(module.operation, "linalg.generic"):
+            iterators = [str(a) for a in iree_ir.ArrayAttr(op.attributes["iterator_types"])]
+            if not iterators or any("reduction" not in a for a in iterators) or len(op.results) != 1:
+                continue
+            if _elements(iree_ir.RankedTensorType(op.results[0].type).shape) != 1:
+                continue
+            inputs = int(iree_ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])
+            for index in range(inputs):
+                value = op.operands[index]
+                if not isinstance(value.type, iree_ir.RankedTensorType):
+                    continue
+                ty = iree_ir.RankedTensorType(value.type)
+                if not ty.has_static_shape or _elements(ty.shape) <= FULL_REDUCTION_FUSED_ELEMENTS:
+                    continue
+                if _shared_on_the_way(value):
+                    barrier = iree_ir.Operation.create("util.optimization_barrier", results=[ty], operands=[value],
+                                                       loc=op.location, ip=iree_ir.InsertionPoint(op))
+                    op.operands[index] = barrier.results[0]
+
+
+def _shared_on_the_way(value, depth: int = 16) -> bool:
+    """Whether `value`, or a value of the elementwise chain computing it (through reshapes and
+    linalg.generics of parallel iterators only, which aggressive fusion pulls into a consumer's
+    dispatch), is read by more than one op."""
+    from braze.irutil import RESHAPES
+
+    for _ in range(depth):
+        if len(list(value.uses)) > 1 or not isinstance(value, iree_ir.OpResult):
+            return len(list(value.uses)) > 1
+        owner = value.owner
+        if owner.name in RESHAPES:
+            value = owner.operands[0]
+            continue
+        if owner.name != "linalg.generic" or any(
+                "parallel" not in str(a) for a in iree_ir.ArrayAttr(owner.attributes["iterator_types"])):
+            return False
+        inputs = int(iree_ir.DenseI32ArrayAttr(owner.attributes["operandSegmentSizes"])[0])
+        tensors = [v for v in list(owner.operands)[:inputs] if isinstance(v.type, iree_ir.RankedTensorType)
+                   and isinstance(v, iree_ir.OpResult)]
+        if any(_shared_on_the_way(v, depth - 1) for v in tensors[1:]):
+            return True
+        if not tensors:
+            return False
+        value = tensors[0]
+    return False
+
+
 def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool, transient_storage: bool,
              float64: bool = False, aggressive_fusion: bool | None = None, tied: tuple = ()):
     """(iree-compile flags, module hook) for a target: the hook applies kernel configurations,
@@ -321,6 +386,7 @@ def _prepare(target: Target, extra_flags: list[str] | None, output_storage: bool
     hooks = [_apply_kernel_configs(apply=target.device == "cuda"), _wrap_main(output_storage, transient_storage, tied)]
     if target.device == "cuda":
         hooks.insert(0, _embed_kernels(target.arch, float64))
+        hooks.append(_split_full_reductions)  # after _wrap_main: creating a util op before one is parsed gets the wrong op
     if target.device == "vulkan":
         from braze.compiler.vulkan_workarounds import widen_bf16_contractions
 
