@@ -28,6 +28,8 @@ import json, os, sys, tarfile
 folder, limit = sys.argv[1], int(sys.argv[2])
 with tarfile.open(".gpu/conf.tar", "w") as tar:
     for part in ("braze", "raw"):
+        if not os.path.exists(f"{folder}/{part}/compile.jsonl"):
+            continue
         rows = [json.loads(line) for line in open(f"{folder}/{part}/compile.jsonl") if line.strip()]
         kept = []
         for r in rows:
@@ -51,6 +53,7 @@ EOF
     rm -rf /tmp/conf-run && mkdir -p /tmp/conf-run && xz -dc .gpu/conf.tar.xz | tar xf - -C /tmp/conf-run || exit 1
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     for part in braze raw; do
+      [ -d /tmp/conf-run/conf/$part ] || continue
       python3 bench/conformance_e2e.py --load /tmp/conf-run/conf/$part --device cuda --jobs ${JOBS:-8} \
         -o "${OUT:-/tmp}/conformance-cuda-$part.jsonl" > "${OUT:-/tmp}/conformance-cuda-$part.txt"
       head -12 "${OUT:-/tmp}/conformance-cuda-$part.txt"

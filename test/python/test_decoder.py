@@ -308,3 +308,24 @@ def test_cuda_step_cache_writes_are_spread_over_threads(family):
         assert "%tid.x" in body, f"{name} runs as one loop over its updates (no thread index in its PTX)"
     launched = [plan.executables[s.executable].kernels[s.kernel].name for s in plan.steps if s.op == "dispatch"]
     assert sum("scatter" in n for n in launched) == 2 * layers, launched
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_cuda_prefill_attends_over_the_prompt_with_causal_tiles(family):
+    """A prefill (T > 1, from position 0) attends over its own keys with is_causal, which braze's
+    attention kernel applies by skipping tiles, not over the whole cache through a mask; the
+    decode step keeps the mask over the cache (any position)."""
+    from braze.compiler import lower
+    from braze.compiler.decoder import DecoderStep
+
+    model = _model(family).to(torch.bfloat16)
+    step = DecoderStep(model).eval()
+    caches = [torch.zeros(step.cache_shape(1, 32), dtype=torch.bfloat16) for _ in range(2 * step.layers)]
+    for tokens, causal in ((8, step.layers), (1, 0)):
+        lowered = lower(step, torch.zeros(1, tokens, dtype=torch.long), torch.zeros(1, dtype=torch.long), *caches,
+                        device="cuda", target="sm_90")
+        kernels = [line for line in lowered.report.table().splitlines() if ": attention " in line]
+        assert len(kernels) == step.layers, kernels
+        assert sum(", causal," in line for line in kernels) == causal, kernels
+        assert all(f"x{tokens}x{tokens if causal else 32} " in line for line in kernels), kernels
+

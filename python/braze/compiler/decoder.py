@@ -12,8 +12,10 @@ projections, rotary embedding, MLPs and head; their weights become the program's
 Tokens t of the call sit at cache positions position + t. Each layer writes its new keys and
 values into its cache slots (`index_copy_`) and attends over the whole static cache, the slots
 past each query's position masked, so one program serves every position and no cache shape
-changes. The prefill is the same step at T = the prompt's length (compiled once per length), the
-decode step at T = 1 (compiled once). The caches are arguments the program updates, compiled with
+changes. The prefill is the same step at T = the prompt's length (compiled once per length),
+which the Decoder calls at position 0 only: it writes the cache the same way but attends over the
+prompt's own keys with is_causal, skipping the masked tiles. The decode step is T = 1 (compiled
+once, any position). The caches are arguments the program updates, compiled with
 inputs_in_place=True: each cache result is tied to its argument (IREE's iree.abi.output), so the
 program writes the new keys and values into the Decoder's own cache tensors and nothing of the
 cache is copied per token. The Decoder (the token loop, sampling, save and load) is the runtime's:
@@ -191,8 +193,23 @@ class DecoderStep(nn.Module):
         scatter is spread over its threads, as the keys' (after RoPE) always were."""
         keys.index_copy_(2, positions, k + 0.0)
         values.index_copy_(2, positions, v + 0.0)
+        if mask is None:  # a prefill: see _prefill_mask
+            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
+                                                              enable_gqa=self.heads != self.kv_heads)
         return nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale,
                                                           enable_gqa=self.heads != self.kv_heads)
+
+    def _prefill_mask(self, positions, length: int, dtype):
+        """The step's mask, or None for a prefill (T > 1 tokens: braze's Decoder starts every
+        prompt at position 0): then the cache's slots a query sees are exactly the prompt's own
+        keys up to its position, so the prefill attends over the T new keys and values with
+        is_causal (braze's attention kernel skips the tiles past the diagonal) instead of over the
+        whole cache through a mask (the same values; at a 512-token prompt in a 640-slot cache,
+        2.5x fewer score tiles). A sliding window never binds here: compile_decoder keeps the cache
+        within it."""
+        if positions.shape[0] > 1:
+            return None
+        return self._mask(positions, length, dtype)
 
     def forward(self, input_ids, position, *caches):
         if self.kind == "gpt2":
@@ -205,7 +222,7 @@ class DecoderStep(nn.Module):
             x = x * torch.tensor(self.embed_scale, dtype=x.dtype)
         cos, sin = self.rotary(x, positions[None, :].expand(batch, count))
         cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, D]
-        visible = self._mask(positions, caches[0].shape[2], x.dtype)
+        visible = self._prefill_mask(positions, caches[0].shape[2], x.dtype)
         for i, layer in enumerate(base.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
@@ -240,7 +257,7 @@ class DecoderStep(nn.Module):
         batch, count = input_ids.shape
         positions = position + torch.arange(count, device=input_ids.device)  # [T]
         x = t.wte(input_ids) + t.wpe(positions)[None]
-        visible = self._mask(positions, caches[0].shape[2], x.dtype)
+        visible = self._prefill_mask(positions, caches[0].shape[2], x.dtype)
         for i, block in enumerate(t.h):
             q, k, v = block.attn.c_attn(block.ln_1(x)).split(self.hidden, dim=2)
             q, k, v = (z.view(batch, count, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
