@@ -25,8 +25,9 @@ On a GPU (issue 39's CUDA count), compile here and run there: `--device cuda --t
 and writes DIR/NAME.braze or DIR/NAME.vmfb with DIR/NAME.pt (the call's arguments and eager's
 golden result, computed here on the CPU) and DIR/compile.jsonl (each test's compile outcome);
 on the GPU host, `--load DIR -o results.jsonl` runs each saved module on the GPU (iree.runtime and
-braze's runtime only: no suite, no IREE compiler there), compares it with the golden result as
-above, and counts the compile failures with the run outcomes. `--precision highest` (braze's
+braze's runtime only: no IREE compiler there), compares it with the golden result as above, and
+counts the compile failures with the run outcomes. Where NAME.pt was left behind (too large to
+carry), `--suite` there makes the arguments and the golden result again. `--precision highest` (braze's
 float32-exact matmuls and convolutions) leaves TF32 out of the comparison.
 
 Needs the suite's sources (torch-mlir's repository), not a torch-mlir build: the modules of the
@@ -176,7 +177,7 @@ def _error(e: Exception, mode: str) -> dict:
 
 
 def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, precision: str | None = None,
-             save: str | None = None) -> dict:
+             save: str | None = None, golden_only: bool = False) -> dict:
     import copy
 
     import torch
@@ -210,6 +211,8 @@ def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, pr
             golden = module.forward(*copy.deepcopy(args))
     except Exception as e:  # noqa: BLE001 - the suite's own module failing in eager here
         return {"outcome": "eager-fails", "why": f"{type(e).__name__}: {str(e)[:200]}"}
+    if golden_only:
+        return {"args": args, "golden": golden}
     try:
         import warnings
 
@@ -241,16 +244,28 @@ def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, pr
     return {"outcome": "mismatch" if why else "pass", "why": why}
 
 
-def _run_saved(folder: str, name: str, device: str) -> dict:
-    """A module saved by --save, called on `device` (the GPU host's half of a split run)."""
+def _run_saved(folder: str, name: str, device: str, test=None) -> dict:
+    """A module saved by --save, called on `device` (the GPU host's half of a split run). Where
+    its arguments and golden result stayed behind (too large to carry), the suite's `test`
+    makes them again: the suite's TestUtils seeds torch's CPU generator, and eager's result
+    comes from this host's CPU."""
     import copy
 
     import torch
 
     import braze
 
-    saved = torch.load(os.path.join(folder, f"{name}.pt"), weights_only=False)
-    mode, args, golden = saved["mode"], saved["args"], saved["golden"]
+    mode = "raw" if os.path.exists(os.path.join(folder, f"{name}.vmfb")) else "fused"
+    if os.path.exists(os.path.join(folder, f"{name}.pt")):
+        saved = torch.load(os.path.join(folder, f"{name}.pt"), weights_only=False)
+        args, golden = saved["args"], saved["golden"]
+    elif test is None:
+        return {"outcome": "not-carried", "why": "its arguments stayed behind and the suite is not here (--suite)"}
+    else:
+        made = _run_one(test, mode, golden_only=True)
+        if "args" not in made:
+            return made
+        args, golden = made["args"], made["golden"]
     try:
         if mode == "raw":
             with open(os.path.join(folder, f"{name}.vmfb"), "rb") as f:
@@ -268,14 +283,14 @@ def _run_saved(folder: str, name: str, device: str) -> dict:
 
 
 def _worker(suite: str, names: list[str], mode: str, out: str, options: dict) -> None:
-    by_name = {} if options.get("load") else {t.unique_name: t for t in _tests(suite)}
+    by_name = {t.unique_name: t for t in _tests(suite)} if suite else {}
     with open(out, "a") as f:
         for name in names:
             f.write(json.dumps({"test": name, "event": "start"}) + "\n")
             f.flush()
             t0 = time.perf_counter()
             if options.get("load"):
-                result = _run_saved(options["load"], name, options["device"])
+                result = _run_saved(options["load"], name, options["device"], by_name.get(name))
             else:
                 result = _run_one(by_name[name], mode, options["device"], options.get("target"),
                                   options.get("precision"), options.get("save"))
@@ -325,6 +340,21 @@ def _drive(suite: str, names: list[str], mode: str, out: str, timeout: float, op
     os.remove(scratch)
 
 
+def against(path: str, other: str) -> str:
+    """The tests `other` (a --raw results file) passes and `path` does not, with path's outcome."""
+    mine = {r["test"]: r for r in (json.loads(line) for line in open(path) if line.strip())}
+    theirs = {r["test"]: r for r in (json.loads(line) for line in open(other) if line.strip())}
+    lost = sorted(t for t, r in theirs.items() if r["outcome"] == "pass" and mine.get(t, {}).get("outcome") != "pass")
+    gained = sum(1 for t, r in mine.items() if r["outcome"] == "pass" and theirs.get(t, {}).get("outcome") != "pass")
+    lines = [f"{other} passes {sum(r['outcome'] == 'pass' for r in theirs.values())}, {path} "
+             f"{sum(r['outcome'] == 'pass' for r in mine.values())}: {len(lost)} passed by the first only, "
+             f"{gained} by the second only"]
+    for t in lost:
+        r = mine.get(t, {"outcome": "missing", "why": ""})
+        lines.append(f"  {r['outcome']:28s} {t}: {r.get('why', '')[:240]}")
+    return "\n".join(lines)
+
+
 def summary(path: str) -> str:
     rows = [json.loads(line) for line in open(path) if line.strip()]
     counts = collections.Counter(r["outcome"] for r in rows)
@@ -350,6 +380,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300, help="seconds a test may run")
     parser.add_argument("-o", "--out", help="JSON lines, one a test (appended)")
     parser.add_argument("--summary", help="print the summary of a results file and exit")
+    parser.add_argument("--against", help="with --summary: also list the tests this (--raw) results file "
+                                          "passes and the summary's does not")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the modules run")
     parser.add_argument("--target", help="the GPU to compile for without one here (sm_90)")
     parser.add_argument("--precision", help="braze.compile's precision ('highest': float32-exact, no TF32)")
@@ -361,6 +393,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.summary:
         print(summary(args.summary))
+        if args.against:
+            print(against(args.summary, args.against))
         return
     if args.worker:
         _worker(args.suite, [n for n in sys.stdin.read().split("\n") if n],

@@ -4,12 +4,12 @@
 # compiled here for sm_90 and run on the GPU host, where there is no IREE compiler.
 #
 #   here:   bash bench/experiments/cuda-conformance.sh compile SUITE   (SUITE: torch-mlir's projects/pt1/python;
-#           ~30 min a toolchain on 2 cores) then pack  (-> .gpu/conf.tar.xz)
+#           ~30 min a toolchain on 2 cores) then pack SUITE  (-> .gpu/conf.tar.xz)
 #   there:  (device tool, carry .gpu; sourced gpu_setup.sh) bash bench/experiments/cuda-conformance.sh run
 #
-# A test whose arguments and golden result take more than LIMIT bytes (1 MB) stays behind (the
-# device tool carries 64 MiB a call): pack lists it as `not-carried`, and the summary counts it
-# among the tests that ran in eager but did not pass on CUDA, so the CUDA count is a lower bound.
+# Arguments and golden results of more than LIMIT bytes (1 MB) stay behind (the device tool
+# carries 64 MiB a call): the suite's sources travel instead, and the run makes them again there
+# (the suite's TestUtils seeds torch's CPU generator; eager's golden result from the host's CPU).
 set -o pipefail
 cd "$(dirname "$0")/../.."
 DIR=${CONF_DIR:-/tmp/conf}
@@ -23,9 +23,9 @@ case $1 in
       --jobs 2 | tail -3
     ;;
   pack)
-    python3 - "$DIR" "${LIMIT:-1000000}" <<'EOF' || exit 1
+    python3 - "$DIR" "${LIMIT:-1000000}" "$2" <<'EOF' || exit 1
 import json, os, sys, tarfile
-folder, limit = sys.argv[1], int(sys.argv[2])
+folder, limit, suite = sys.argv[1], int(sys.argv[2]), sys.argv[3] + "/torch_mlir_e2e_test"
 with tarfile.open(".gpu/conf.tar", "w") as tar:
     for part in ("braze", "raw"):
         if not os.path.exists(f"{folder}/{part}/compile.jsonl"):
@@ -34,18 +34,19 @@ with tarfile.open(".gpu/conf.tar", "w") as tar:
         kept = []
         for r in rows:
             pt = f"{folder}/{part}/{r['test']}.pt"
-            if r["outcome"] == "saved" and os.path.getsize(pt) > limit:
-                r = dict(r, outcome="not-carried", why=f"its arguments and golden result take {os.path.getsize(pt)} bytes")
-            elif r["outcome"] == "saved":
+            if r["outcome"] == "saved":
                 for ext in (".pt", ".braze" if part == "braze" else ".vmfb"):
-                    tar.add(f"{folder}/{part}/{r['test']}{ext}", f"conf/{part}/{r['test']}{ext}")
+                    if ext != ".pt" or os.path.getsize(pt) <= limit:
+                        tar.add(f"{folder}/{part}/{r['test']}{ext}", f"conf/{part}/{r['test']}{ext}")
             kept.append(r)
         listing = f"/tmp/compile-{part}.jsonl"
         with open(listing, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in kept)
         tar.add(listing, f"conf/{part}/compile.jsonl")
         print(part, sum(r["outcome"] == "saved" for r in kept), "saved,",
-              sum(r["outcome"] == "not-carried" for r in kept), "not carried")
+              sum(r["outcome"] == "saved" and os.path.getsize(f"{folder}/{part}/{r['test']}.pt") > limit
+                  for r in kept), "to be made again there")
+    tar.add(suite, "conf/suite/torch_mlir_e2e_test")
 EOF
     xz -T2 -6 -f .gpu/conf.tar && ls -l .gpu/conf.tar.xz
     ;;
@@ -54,10 +55,14 @@ EOF
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     for part in braze raw; do
       [ -d /tmp/conf-run/conf/$part ] || continue
-      python3 bench/conformance_e2e.py --load /tmp/conf-run/conf/$part --device cuda --jobs ${JOBS:-8} \
+      python3 bench/conformance_e2e.py --load /tmp/conf-run/conf/$part --suite /tmp/conf-run/conf/suite \
+        --device cuda --jobs ${JOBS:-8} \
         -o "${OUT:-/tmp}/conformance-cuda-$part.jsonl" > "${OUT:-/tmp}/conformance-cuda-$part.txt"
       head -12 "${OUT:-/tmp}/conformance-cuda-$part.txt"
     done
+    [ -f "${OUT:-/tmp}/conformance-cuda-raw.jsonl" ] && python3 bench/conformance_e2e.py \
+      --summary "${OUT:-/tmp}/conformance-cuda-braze.jsonl" --against "${OUT:-/tmp}/conformance-cuda-raw.jsonl" | \
+      sed -n '/passes .* by the first only/,$p' | tee "${OUT:-/tmp}/conformance-cuda-against-raw.txt"
     ;;
-  *) echo "usage: $0 compile SUITE | pack | run" >&2; exit 2 ;;
+  *) echo "usage: $0 compile SUITE | pack SUITE | run" >&2; exit 2 ;;
 esac
