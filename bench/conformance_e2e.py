@@ -273,13 +273,21 @@ def _run_saved(folder: str, name: str, device: str, test=None) -> dict:
         else:
             compiled = braze.load(os.path.join(folder, f"{name}.braze"), device=device)
         torch.manual_seed(0)
-        got = _to(compiled(*_to(copy.deepcopy(args), device)), "cpu")
+        got = compiled(*_to(copy.deepcopy(args), device))
+        if device == "cuda":  # a kernel's fault is this test's, not the next one's (CUDA reports it late)
+            torch.cuda.synchronize()
+        got = _to(got, "cpu")
         if mode == "raw":
             got = _like(got, golden)
     except Exception as e:  # noqa: BLE001 - as in _run_one
         return _error(e, mode)
     why = _same(got, golden)
     return {"outcome": "mismatch" if why else "pass", "why": why}
+
+
+STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "ILLEGAL_INSTRUCTION", "LAUNCH_FAILED", "misaligned address")
+"""CUDA errors that leave the process's context unusable: every later call in it fails too (the
+first CUDA run lost 10 modules to a DeviceError after one illegal address in their worker)."""
 
 
 def _worker(suite: str, names: list[str], mode: str, out: str, options: dict) -> None:
@@ -297,6 +305,8 @@ def _worker(suite: str, names: list[str], mode: str, out: str, options: dict) ->
             result.update(test=name, event="done", seconds=round(time.perf_counter() - t0, 2))
             f.write(json.dumps(result) + "\n")
             f.flush()
+            if options.get("device") == "cuda" and any(sticky in result.get("why", "") for sticky in STICKY):
+                return  # the process's CUDA context is lost: the driver starts a fresh worker for the rest
 
 
 def _drive(suite: str, names: list[str], mode: str, out: str, timeout: float, options: dict) -> None:

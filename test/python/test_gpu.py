@@ -141,3 +141,31 @@ def test_dynamic_batch_on_the_launcher(dtype):
             own = (model.cuda()(x).double() - want).abs().max().item()
             assert err <= 4 * own + 1e-6, (b, err, own)
     assert sorted(s[0][0] for s in module.launcher.shapes) == [1, 3, 16]
+
+
+class SumAndValues(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2 + 1
+        return y.sum(), y
+
+
+class MeanAndStd(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2 + 1
+        return y.mean(), y.std()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("model", [SumAndValues(), MeanAndStd()], ids=["sum-and-values", "mean-and-std"])
+def test_a_reduction_to_one_value_beside_its_shared_producer_runs_on_cuda(model):
+    """The dispatches backend._split_full_reductions keeps apart (IREE's aggressive fusion crashed
+    LLVM's NVPTX back end on them: test_dispatch_fusion.py), against float64 on random data. Here
+    and not beside the compile tests: this file is collected on the GPU host, which has no compiler."""
+    torch.manual_seed(0)
+    x = torch.rand(256, 512)
+    m = braze.compile(model, x, device="cuda", cache=False)
+    got = m(x.cuda())
+    want = model(x.double())
+    for g, w in zip(got, want):
+        assert torch.isfinite(g).all()
+        torch.testing.assert_close(g.double().cpu(), w, rtol=1e-5, atol=1e-4)
