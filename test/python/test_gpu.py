@@ -169,3 +169,26 @@ def test_a_reduction_to_one_value_beside_its_shared_producer_runs_on_cuda(model)
     for g, w in zip(got, want):
         assert torch.isfinite(g).all()
         torch.testing.assert_close(g.double().cpu(), w, rtol=1e-5, atol=1e-4)
+
+
+class Bincount(torch.nn.Module):
+    def forward(self, x):
+        return torch.bincount(x)
+
+
+def test_a_result_sized_by_values_compiles_for_cuda():
+    """bincount's result has max(x) + 1 elements: no caller's buffer can be sized for it before the
+    call, and IREE 3.13 failed to compile the aliasing ("'arith.addi' op using value defined
+    outside the region"); braze leaves that result in IREE's buffers (no launch plan)."""
+    x = torch.randint(0, 10, (1000,), generator=torch.Generator().manual_seed(0))
+    m = braze.compile(Bincount(), x, device="cuda", target="sm_90", cache=False)
+    assert m.report.launch_plan.startswith("none: a result's size is computed from values")
+
+
+@pytest.mark.cuda
+def test_a_result_sized_by_values_runs_on_cuda():
+    x = torch.randint(0, 10, (1000,), generator=torch.Generator().manual_seed(0))
+    m = braze.compile(Bincount(), x, device="cuda", cache=False)
+    for high in (10, 25):  # a second call with another largest value: another result size
+        y = torch.randint(0, high, (1000,), generator=torch.Generator().manual_seed(high))
+        assert torch.equal(m(y.cuda()).cpu(), torch.bincount(y))

@@ -272,10 +272,23 @@ def _compile_stages(progress, model, example_inputs, example_kwargs, opts: Compi
                 compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
             except CompileError as e:
                 fewer = _without_channels_last(flags, report, e)
-                if fewer is None:
+                if fewer is not None:
+                    flags = fewer
+                    compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
+                elif output_storage and any(s.dynamic for s in lowered.signature.outputs):
+                    # A result whose size the program computes from values (bincount's: the largest
+                    # input + 1): IREE 3.13 cannot alias it into a caller's buffer ("'arith.addi' op
+                    # using value defined outside the region", bench/NOTES.md §58), and no plan could
+                    # size that buffer before the call anyway: the results stay in IREE's buffers.
+                    output_storage, plan_sizes = False, None
+                    report.launch_plan = ("none: a result's size is computed from values, which "
+                                          "IREE cannot write into a caller's buffer")
+                    try:
+                        compiled = iree(float64, output_storage=False)
+                    except CompileError:
+                        raise e from None
+                else:
                     raise
-                flags = fewer
-                compiled = iree(float64, output_storage=output_storage, launch_plan=plan_sizes)
         except CompileError as kept_error:
             if not lowered.float64_inside:
                 raise
