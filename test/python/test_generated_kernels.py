@@ -1173,11 +1173,13 @@ def test_attention_reads_q_k_v_unbound_from_one_transposed_projection(tmp_path):
 
 @pytest.mark.parametrize("count", [1, 5], ids=["decode", "prefill"])
 def test_decoder_step_attention_kernel_is_its_attention(count, tmp_path):
-    """braze.compile_decoder's step for CUDA: each layer's attention over the static cache is one
-    flash-attention spec (grouped-query heads read where the cache holds them, the 4-D additive
-    mask read at stride 0 over heads, the result written as [B, T, H, E]); that spec, run under
-    Triton's interpreter on random bf16 operands laid out at its strides, is SDPA's with GQA
-    (float64 reference), including the masked cache slots past the position."""
+    """braze.compile_decoder's step for CUDA: each layer's attention is one flash-attention spec,
+    grouped-query heads read where they are and the result written as [B, T, H, E]. The decode
+    step (T = 1) attends over the static cache through the 4-D additive mask (read at stride 0
+    over heads); a prefill (T > 1, from position 0) attends over its own T keys with is_causal
+    (DecoderStep._prefill_mask). That spec, run under Triton's interpreter on random bf16
+    operands laid out at its strides, is SDPA's with GQA (float64 reference), including the
+    masked cache slots past the position."""
     transformers = pytest.importorskip("transformers")
     from braze.compiler.decoder import DecoderStep
     from braze.kernels.spec import AttentionSpec
@@ -1192,16 +1194,24 @@ def test_decoder_step_attention_kernel_is_its_attention(count, tmp_path):
                     device="cuda", target="sm_90")
     (spec,) = [s for s in _specs(lowered.module.operation) if isinstance(s, AttentionSpec)]
     h, kvh, e = step.heads, step.kv_heads, step.head_dim
-    assert (spec.batch, spec.l, spec.s, spec.e, spec.group, spec.mask) == (h, count, length, e, h // kvh, "add")
-    assert spec.mask_strides[1] == 0 and spec.strides[3] == (count * h * e, e, h * e)
+    prefill = count > 1
+    keys = count if prefill else length
+    assert (spec.batch, spec.l, spec.s, spec.e, spec.group, spec.mask) == \
+        (h, count, keys, e, h // kvh, "causal" if prefill else "add")
+    assert spec.strides[3] == (count * h * e, e, h * e)
     q = torch.randn(1, h, count, e).bfloat16()
-    k, v = torch.randn(1, kvh, length, e).bfloat16(), torch.randn(1, kvh, length, e).bfloat16()
-    position = 17
-    visible = torch.arange(length)[None, :] <= (position + torch.arange(count))[:, None]
-    mask = torch.zeros(1, 1, count, length).masked_fill(~visible, float("-inf")).bfloat16()
-    got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), (q, k, v, mask), tmp_path)
+    k, v = torch.randn(1, kvh, keys, e).bfloat16(), torch.randn(1, kvh, keys, e).bfloat16()
+    if prefill:
+        operands, mask = (q, k, v), None
+    else:
+        assert spec.mask_strides[1] == 0
+        position = 17
+        visible = torch.arange(length)[None, :] <= (position + torch.arange(count))[:, None]
+        mask = torch.zeros(1, 1, count, length).masked_fill(~visible, float("-inf")).bfloat16()
+        operands = (q, k, v, mask)
+    got = _run_interpreted(AttentionSpec(**{**spec.__dict__, "tile": (16, 16, 4, 2)}), operands, tmp_path)
     got = got.reshape(1, count, h, e).transpose(1, 2).double()
     want = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double().repeat_interleave(h // kvh, 1), v.double().repeat_interleave(h // kvh, 1),
-        attn_mask=mask.double(), scale=spec.scale)
+        attn_mask=None if mask is None else mask.double(), is_causal=prefill, scale=spec.scale)
     assert (got - want).abs().max().item() < 2e-2 * max(1.0, want.abs().max().item())
