@@ -5,7 +5,8 @@
 #
 #   here:   bash bench/experiments/cuda-conformance.sh compile SUITE   (SUITE: torch-mlir's projects/pt1/python;
 #           ~30 min a toolchain on 2 cores) then pack SUITE  (-> .gpu/conf.tar.xz)
-#   there:  (device tool, carry .gpu; sourced gpu_setup.sh) bash bench/experiments/cuda-conformance.sh run
+#   there:  (device tool, carry .gpu; sourced gpu_setup.sh) bash bench/experiments/cuda-conformance.sh run [braze|raw]
+#           (JOBS workers, default 8; on an H100 braze's part took ~6 min with 14, raw's did not finish in 7)
 #
 # Arguments and golden results of more than LIMIT bytes (1 MB) stay behind (the device tool
 # carries 64 MiB a call): the suite's sources travel instead, and the run makes them again there
@@ -53,7 +54,7 @@ EOF
   run)
     rm -rf /tmp/conf-run && mkdir -p /tmp/conf-run && xz -dc .gpu/conf.tar.xz | tar xf - -C /tmp/conf-run || exit 1
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    for part in braze raw; do
+    for part in ${2:-braze raw}; do  # a part a call where one call's 10 minutes cannot hold both
       [ -d /tmp/conf-run/conf/$part ] || continue
       python3 bench/conformance_e2e.py --load /tmp/conf-run/conf/$part --suite /tmp/conf-run/conf/suite \
         --device cuda --jobs ${JOBS:-8} \
@@ -64,5 +65,5 @@ EOF
       --summary "${OUT:-/tmp}/conformance-cuda-braze.jsonl" --against "${OUT:-/tmp}/conformance-cuda-raw.jsonl" | \
       sed -n '/passes .* by the first only/,$p' | tee "${OUT:-/tmp}/conformance-cuda-against-raw.txt"
     ;;
-  *) echo "usage: $0 compile SUITE | pack SUITE | run" >&2; exit 2 ;;
+  *) echo "usage: $0 compile SUITE | pack SUITE | run [braze|raw]" >&2; exit 2 ;;
 esac
