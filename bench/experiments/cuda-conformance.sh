@@ -6,7 +6,7 @@
 #   here:   bash bench/experiments/cuda-conformance.sh compile SUITE   (SUITE: torch-mlir's projects/pt1/python;
 #           ~30 min a toolchain on 2 cores) then pack SUITE  (-> .gpu/conf.tar.xz)
 #   there:  (device tool, carry .gpu; sourced gpu_setup.sh) bash bench/experiments/cuda-conformance.sh run [braze|raw]
-#           (JOBS workers, default 8; on an H100 braze's part took ~6 min with 14, raw's did not finish in 7)
+#           (JOBS workers, default 8; on an H100 with 14, braze's part and most of raw's took a 7-minute call)
 #
 # Arguments and golden results of more than LIMIT bytes (1 MB) stay behind (the device tool
 # carries 64 MiB a call): the suite's sources travel instead, and the run makes them again there
