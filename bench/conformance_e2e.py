@@ -176,13 +176,12 @@ def _error(e: Exception, mode: str) -> dict:
     return {"outcome": f"braze:{type(e).__name__}", "why": str(e).splitlines()[0][:400] if str(e) else ""}
 
 
-def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, precision: str | None = None,
-             save: str | None = None, golden_only: bool = False) -> dict:
+def _golden(test):
+    """(arguments, eager's result) of the suite's test, its module called as its test function
+    calls it (the first call's inputs); or the outcome dict where that cannot be had."""
     import copy
 
     import torch
-
-    import braze
 
     class Recorder:
         def __init__(self, module):
@@ -211,8 +210,41 @@ def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, pr
             golden = module.forward(*copy.deepcopy(args))
     except Exception as e:  # noqa: BLE001 - the suite's own module failing in eager here
         return {"outcome": "eager-fails", "why": f"{type(e).__name__}: {str(e)[:200]}"}
-    if golden_only:
-        return {"args": args, "golden": golden}
+    return args, golden
+
+
+def _call(compiled, args, golden, mode: str, device: str):
+    """The compiled module's result on `args` (moved to `device`), back on the host; cast to the
+    golden dtypes for the raw toolchain (see --raw)."""
+    import copy
+
+    import torch
+
+    torch.manual_seed(0)
+    got = compiled(*_to(copy.deepcopy(args), device))
+    if device == "cuda":  # a kernel's fault is this test's, not the next one's (CUDA reports it late)
+        torch.cuda.synchronize()
+    got = _to(got, "cpu")
+    return _like(got, golden) if mode == "raw" else got
+
+
+def _verdict(got, golden) -> dict:
+    why = _same(got, golden)
+    return {"outcome": "mismatch" if why else "pass", "why": why}
+
+
+def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, precision: str | None = None,
+             save: str | None = None) -> dict:
+    import copy
+
+    import torch
+
+    import braze
+
+    made = _golden(test)
+    if isinstance(made, dict):
+        return made
+    args, golden = made
     try:
         import warnings
 
@@ -234,14 +266,10 @@ def _run_one(test, mode: str, device: str = "cpu", target: str | None = None, pr
                 torch.save({"args": args, "golden": golden, "mode": mode},
                            os.path.join(save, f"{test.unique_name}.pt"))
                 return {"outcome": "saved", "why": ""}
-            torch.manual_seed(0)
-            got = compiled(*copy.deepcopy(args))
-            if mode == "raw":
-                got = _like(got, golden)
+            got = _call(compiled, args, golden, mode, device)
     except Exception as e:  # noqa: BLE001 - the raw toolchain's errors are its own
         return _error(e, mode)
-    why = _same(got, golden)
-    return {"outcome": "mismatch" if why else "pass", "why": why}
+    return _verdict(got, golden)
 
 
 def _run_saved(folder: str, name: str, device: str, test=None) -> dict:
@@ -249,8 +277,6 @@ def _run_saved(folder: str, name: str, device: str, test=None) -> dict:
     its arguments and golden result stayed behind (too large to carry), the suite's `test`
     makes them again: the suite's TestUtils seeds torch's CPU generator, and eager's result
     comes from this host's CPU."""
-    import copy
-
     import torch
 
     import braze
@@ -262,27 +288,20 @@ def _run_saved(folder: str, name: str, device: str, test=None) -> dict:
     elif test is None:
         return {"outcome": "not-carried", "why": "its arguments stayed behind and the suite is not here (--suite)"}
     else:
-        made = _run_one(test, mode, golden_only=True)
-        if "args" not in made:
+        made = _golden(test)
+        if isinstance(made, dict):
             return made
-        args, golden = made["args"], made["golden"]
+        args, golden = made
     try:
         if mode == "raw":
             with open(os.path.join(folder, f"{name}.vmfb"), "rb") as f:
                 compiled = _raw_call(f.read(), device)
         else:
             compiled = braze.load(os.path.join(folder, f"{name}.braze"), device=device)
-        torch.manual_seed(0)
-        got = compiled(*_to(copy.deepcopy(args), device))
-        if device == "cuda":  # a kernel's fault is this test's, not the next one's (CUDA reports it late)
-            torch.cuda.synchronize()
-        got = _to(got, "cpu")
-        if mode == "raw":
-            got = _like(got, golden)
+        got = _call(compiled, args, golden, mode, device)
     except Exception as e:  # noqa: BLE001 - as in _run_one
         return _error(e, mode)
-    why = _same(got, golden)
-    return {"outcome": "mismatch" if why else "pass", "why": why}
+    return _verdict(got, golden)
 
 
 STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "ILLEGAL_INSTRUCTION", "LAUNCH_FAILED", "misaligned address")
