@@ -114,19 +114,26 @@ def interleaved_ms(fns: dict, rounds: int = 15, block_ms: float = 20.0, pace: st
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def profiled_kernel_ms(fn, calls: int = 20) -> float:
-    """Mean per call of the summed GPU time of the kernels a call runs (torch.profiler / CUPTI;
-    memcpy and memset operations left out), after 3 unprofiled calls."""
+def _profiled(fn, calls: int, warmup: int):
+    """torch.profiler's record (CUDA activity: CUPTI, which sees kernels launched through the
+    driver by braze's launcher too) of `calls` calls of fn, after `warmup` unprofiled calls."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    for _ in range(3):
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             fn()
         torch.cuda.synchronize()
+    return prof
+
+
+def profiled_kernel_ms(fn, calls: int = 20) -> float:
+    """Mean per call of the summed GPU time of the kernels a call runs (torch.profiler / CUPTI;
+    memcpy and memset operations left out), after 3 unprofiled calls."""
+    prof = _profiled(fn, calls, warmup=3)
     total_us = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total and
                    not e.key.startswith(("Memcpy", "Memset", "cudaDeviceSynchronize")))
     return total_us / calls / 1000.0
@@ -147,17 +154,7 @@ def kernel_times(events, calls: int) -> dict[str, tuple[float, float]]:
 def profiled_kernels(fn, calls: int = 5, warmup: int = 1) -> dict[str, tuple[float, float]]:
     """kernel_times of `calls` calls of fn under torch.profiler (CUPTI: kernels launched through
     the driver by braze's launcher too), after `warmup` unprofiled calls."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    return kernel_times(prof.events(), calls)
+    return kernel_times(_profiled(fn, calls, warmup).events(), calls)
 
 
 def ncu_kernels(path) -> list[tuple[str, float]]:
