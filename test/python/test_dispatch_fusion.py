@@ -164,16 +164,7 @@ def test_without_the_pass_iree_runs_the_scatter_as_one_loop():
     assert scatters and all("%tid.x" not in body for _, body in scatters)
 
 
-class SumAndValues(torch.nn.Module):
-    def forward(self, x):
-        y = x * 2 + 1
-        return y.sum(), y
-
-
-class MeanAndStd(torch.nn.Module):
-    def forward(self, x):
-        y = x * 2 + 1
-        return y.mean(), y.std()
+from test_gpu import MeanAndStd, SumAndValues  # noqa: E402 - beside their run on the GPU (test_gpu.py)
 
 
 class SumOnly(torch.nn.Module):
