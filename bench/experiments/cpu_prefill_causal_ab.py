@@ -4,8 +4,9 @@ default since §58) against the mask over the whole cache it had before, interle
     python bench/experiments/cpu_prefill_causal_ab.py [MODEL] [PROMPT] [CACHE] [ROUNDS]
 
 MODEL is one of braze.testing.generation.MODELS (default qwen2-30m), PROMPT the prompt's tokens
-(default 256), CACHE the cache's length (default PROMPT + 128). Prints the median ms of each
-prefill over ROUNDS interleaved rounds (default 15) and the first logits' agreement.
+(default 256), CACHE the cache's length (default PROMPT + 128). Prints the median per-call ms of
+each prefill over ROUNDS interleaved rounds (default 15; braze.tools.timing.interleaved_ms) and
+the logits' agreement.
 """
 
 import sys
@@ -16,6 +17,7 @@ import torch
 import braze
 from braze.compiler.decoder import DecoderStep
 from braze.testing import generation as gen
+from braze.tools.timing import interleaved_ms
 
 
 def main() -> None:
@@ -35,17 +37,12 @@ def main() -> None:
         decoders[name].prefill(ids)  # the prefill program compiles on first use
         print(f"{name}: compiled in {time.perf_counter() - t0:.1f} s", flush=True)
         DecoderStep._prefill_mask = causal_mask
-    times = {name: [] for name in decoders}
-    for _ in range(rounds):
-        for name, dec in decoders.items():
-            t0 = time.perf_counter()
-            dec.prefill(ids)
-            times[name].append(time.perf_counter() - t0)
+    ms = interleaved_ms({name: (lambda dec=dec: dec.prefill(ids)) for name, dec in decoders.items()}, rounds=rounds)
     a, b = decoders["causal"].prefill(ids), decoders["mask"].prefill(ids)
     print(f"{model}, prompt {prompt}, cache {cache}, {torch.get_num_threads()} threads, {rounds} rounds:")
-    for name, ts in times.items():
-        print(f"  {name:7s} {1e3 * sorted(ts)[len(ts) // 2]:9.2f} ms (median)")
-    ratio = sorted(times["mask"])[rounds // 2] / sorted(times["causal"])[rounds // 2]
+    for name, t in ms.items():
+        print(f"  {name:7s} {t:9.2f} ms (median)")
+    ratio = ms["mask"] / ms["causal"]
     print(f"  causal is {ratio:.2f}x the mask's speed; logits max |diff| {float((a - b).abs().max()):.3g}, "
           f"same argmax: {bool((a.argmax(-1) == b.argmax(-1)).all())}")
 
